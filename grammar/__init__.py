@@ -1,0 +1,1 @@
+"""The Lark grammar of the .pinn language (installed as ``pinnspec.grammar``)."""

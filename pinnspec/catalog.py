@@ -1,0 +1,109 @@
+"""The built-in names a `.pinn` file may use, with their keyword arguments.
+
+The language front end checks calls such as ``optimizer adam(lr = 1e-3)``
+against this table without importing torch.  The implementations register
+the same names (with the same keyword arguments) in :mod:`pinnspec.registry`;
+``tests/test_catalog.py`` keeps the two equal.  Names registered at run time
+(plugins, user code) are accepted too: the checker asks the registries.
+
+Each entry: name -> {argument: default}.  ``REQUIRED`` marks an argument
+that has no default.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from .registry import REGISTRIES, did_you_mean, load_plugins, signature_parameters
+
+REQUIRED = object()
+_EMPTY = inspect.Parameter.empty
+
+BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
+    "model": {
+        "mlp": {"width": 50, "depth": 5, "activation": "tanh", "init": "xavier"},
+    },
+    "optimizer": {
+        "sgd": {"lr": 1e-3},
+        "msgd": {"lr": 1e-3, "momentum": 0.9},
+        "rmsprop": {"lr": 1e-3, "alpha": 0.99, "eps": 1e-8},
+        "adam": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
+        "adamw": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 1e-2},
+        "sophiag": {"lr": 1e-3, "beta1": 0.965, "beta2": 0.99, "rho": 0.04, "eps": 1e-15,
+                    "hessian_every": 10},
+        "adahessian": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-4,
+                       "hessian_power": 1.0, "hessian_every": 1},
+        "soap": {"lr": 1e-3, "beta1": 0.95, "beta2": 0.95, "eps": 1e-8, "shampoo_beta": 0.95,
+                 "precondition_frequency": 10},
+    },
+    "schedule": {
+        "warmup_cosine": {"warmup": 100, "lr_min": 1e-4},
+        "constant": {},
+        "warmup_constant": {"warmup": 100},
+        "cosine": {"lr_min": 1e-4},
+    },
+    "surgery": {
+        "none": {},
+        "pcgrad": {},
+        "cagrad": {"c": 0.5},
+        "imtlg": {},
+        "amtl": {"scale": "rmse"},
+        "upgrad": {},
+        "config": {},
+        "mconfig": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
+    },
+    "align": {
+        "none": {},
+        "gua": {"metric": "adam", "rho_m": 0.1, "rho_v": 0.03},
+    },
+    "sampler": {
+        "lhs": {},
+        "uniform": {},
+        "sobol": {},
+        "halton": {},
+        "grid": {},
+    },
+    "reference": {
+        "cole_hopf_burgers": {"nu": 0.01 / 3.141592653589793},
+        "nls": {},
+    },
+}
+
+#: `train KEY = VALUE`: key -> (kind, default). kind: "int", "name", "choice:a|b".
+TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
+    "epochs": ("int", 1000),
+    "grouping": ("name", None),
+    "seed": ("int", 0),
+    "device": ("choice:auto|cpu|cuda", "auto"),
+    "dtype": ("choice:float32|float64", "float32"),
+    "depth": ("int", None),  # shorthand for model depth, recorded with the run
+}
+
+#: What a spec without the statement gets.
+DEFAULTS = {
+    "model": "mlp",
+    "optimizer": "adam",
+    "schedule": "warmup_cosine",
+    "surgery": "none",
+    "align": "none",
+    "sampler": "lhs",
+}
+
+
+def known(kind: str) -> dict[str, dict[str, Any]]:
+    """Every name of ``kind`` (built-ins and registered ones) -> its arguments."""
+    load_plugins()
+    names = {name: dict(args) for name, args in BUILTINS.get(kind, {}).items()}
+    registry = REGISTRIES.get(kind)
+    if registry is not None:
+        for name in registry.names():
+            if name not in names:
+                params = signature_parameters(registry.get(name))
+                names[name] = {k: (REQUIRED if v is _EMPTY else v) for k, v in params.items()}
+    return names
+
+
+def suggest(kind: str, name: str) -> str | None:
+    return did_you_mean(name, known(kind))
+

@@ -1,0 +1,346 @@
+"""The problem IR: a checked `.pinn` file as SymPy expressions and plain data.
+
+No torch here.  The compiler turns this into residual kernels and samplers.
+
+Conventions
+-----------
+* Coordinates are SymPy symbols in declaration order: space coordinates,
+  then the time coordinate (if any).  Points are ``[N, d]`` in that order.
+* A field ``u`` is the applied function ``u(x, t)`` of every coordinate; its
+  derivatives are ``Derivative(u(x, t), x, x)``.  ``let`` names are inlined;
+  ``param`` names are plain symbols (trainable scalars).
+* A condition's residual components: for ``A = B`` the component is ``A - B``.
+  ``periodic``: the component ``E`` means ``E(at lo) - E(at hi)`` at matched
+  points.  ``data``: ``u - u^obs`` where the symbol ``u^obs`` is the observed
+  column.  On a union of faces, ``face_residuals`` holds one tuple per face
+  (``dn`` is resolved per face); ``residuals`` is then the first face's.
+* Losses and groupings are expanded into weighted sums of *atoms*: a
+  condition's loss (sum over components of the mean squared residual) or a
+  pool (one mean over the union of the members' points).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import sympy
+
+
+# ------------------------------------------------------------------ geometry
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    name: str
+    lo: float
+    hi: float
+    is_time: bool = False
+
+    @property
+    def symbol(self) -> sympy.Symbol:
+        return sympy.Symbol(self.name, real=True)
+
+
+@dataclass(frozen=True)
+class Face:
+    """One face of the space box: ``coordinate = lo`` or ``coordinate = hi``."""
+
+    coordinate: str
+    side: str  # "lo" | "hi"
+    value: float
+
+    @property
+    def normal_sign(self) -> int:
+        """Outward normal along the coordinate: -1 on the lower face, +1 on the upper."""
+        return -1 if self.side == "lo" else 1
+
+    def __str__(self) -> str:
+        return f"{self.coordinate} = {self.value:g}"
+
+
+@dataclass(frozen=True)
+class Interior:
+    """The space box times the time interval."""
+
+    def __str__(self) -> str:
+        return "interior"
+
+
+@dataclass(frozen=True)
+class FaceRegion:
+    """A union of faces of the space box, times the time interval."""
+
+    faces: tuple[Face, ...]
+
+    def __str__(self) -> str:
+        return "faces " + ", ".join(str(f) for f in self.faces)
+
+
+@dataclass(frozen=True)
+class InitialSlice:
+    """The space box at the start of the time interval."""
+
+    time: str
+    value: float
+
+    def __str__(self) -> str:
+        return f"initial slice {self.time} = {self.value:g}"
+
+
+@dataclass(frozen=True)
+class PeriodicPairs:
+    """Matched points on the two ends of ``coordinate`` (other coordinates equal)."""
+
+    coordinate: str
+    lo: float
+    hi: float
+
+    def __str__(self) -> str:
+        return f"periodic pairs {self.coordinate} = {self.lo:g} | {self.hi:g}"
+
+
+@dataclass(frozen=True)
+class DataPoints:
+    """Rows of a CSV/NPZ file: coordinate columns and observed field columns."""
+
+    path: str
+    fields: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"data {self.path} ({', '.join(self.fields)})"
+
+
+Region = Union[Interior, FaceRegion, InitialSlice, PeriodicPairs, DataPoints]
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    kind: str  # "equation" | "initial" | "boundary" | "periodic" | "data"
+    region: Region
+    residuals: tuple[sympy.Expr, ...]
+    face_residuals: tuple[tuple[sympy.Expr, ...], ...] | None = None
+    line: int = 0
+
+    @property
+    def n_components(self) -> int:
+        return len(self.residuals)
+
+
+def observed(field_name: str) -> sympy.Symbol:
+    """The symbol standing for the observed value of a field in a data condition."""
+    return sympy.Symbol(f"{field_name}^obs", real=True)
+
+
+# ------------------------------------------------------------------ losses
+
+
+@dataclass(frozen=True)
+class ConditionLoss:
+    """Sum over the condition's components of the mean squared residual."""
+
+    condition: str
+
+    def __str__(self) -> str:
+        return self.condition
+
+
+@dataclass(frozen=True)
+class PoolLoss:
+    """One mean over the union of the members' points (components summed)."""
+
+    conditions: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"pool({', '.join(self.conditions)})"
+
+
+Atom = Union[ConditionLoss, PoolLoss]
+
+
+@dataclass(frozen=True)
+class WeightedSum:
+    """sum_k weight_k * atom_k."""
+
+    terms: tuple[tuple[float, Atom], ...]
+
+    def __str__(self) -> str:
+        parts = [str(a) if w == 1 else f"{w:g}*{a}" for w, a in self.terms]
+        return " + ".join(parts)
+
+    @property
+    def conditions(self) -> tuple[str, ...]:
+        names: list[str] = []
+        for _, atom in self.terms:
+            members = atom.conditions if isinstance(atom, PoolLoss) else (atom.condition,)
+            names.extend(n for n in members if n not in names)
+        return tuple(names)
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """The tasks handed to gradient surgery, in order (one g_i per task)."""
+
+    name: str
+    tasks: tuple[WeightedSum, ...]
+    labels: tuple[str, ...]  # each task as written, e.g. "N", "pool(walls, ic)"
+
+    @property
+    def m(self) -> int:
+        return len(self.tasks)
+
+
+# ------------------------------------------------------------------ everything else
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """``name(key = value, ...)`` with plain Python values (float, int, str, tuple)."""
+
+    name: str
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.kwargs)
+
+    def __str__(self) -> str:
+        args = ", ".join(f"{k} = {_fmt(v)}" for k, v in self.kwargs)
+        return f"{self.name}({args})"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_fmt(v) for v in value) + ")"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ExactReference:
+    solution: tuple[tuple[str, sympy.Expr], ...]  # field -> expression of the coordinates
+
+    def __str__(self) -> str:
+        return "exact " + ", ".join(f"{f} = {e}" for f, e in self.solution)
+
+
+@dataclass(frozen=True)
+class GeneratedReference:
+    generator: CallSpec
+
+    def __str__(self) -> str:
+        return f"reference {self.generator}"
+
+
+@dataclass(frozen=True)
+class FileReference:
+    path: str
+
+    def __str__(self) -> str:
+        return f'reference "{self.path}"'
+
+
+Reference = Union[ExactReference, GeneratedReference, FileReference]
+
+
+@dataclass(frozen=True)
+class TestPoints:
+    """``count`` random points, or a ``grid`` (one count per coordinate);
+    neither: the reference's own points, else 10,000 LHS points."""
+
+    count: int | None = None
+    grid: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        if self.grid:
+            return "grid " + " x ".join(str(n) for n in self.grid)
+        if self.count:
+            return f"{self.count} points"
+        return "default (the reference's own points, else 10000 LHS points)"
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Validate every ``every`` epochs on ``count`` fixed points, or on the test set."""
+
+    every: int = 100
+    count: int = 1000
+    on_test: bool = False
+
+    def __str__(self) -> str:
+        where = "the test points" if self.on_test else f"{self.count} points"
+        return f"every {self.every} epochs on {where}"
+
+
+@dataclass(frozen=True)
+class Sampling:
+    points: tuple[tuple[str, int], ...]  # condition -> count (data conditions: all rows, absent)
+    sampler: CallSpec
+    resample_every: int | None  # None: never
+
+    def count(self, condition: str) -> int | None:
+        return dict(self.points).get(condition)
+
+
+@dataclass(frozen=True)
+class Training:
+    model: CallSpec
+    optimizer: CallSpec
+    schedule: CallSpec
+    surgery: CallSpec
+    align: CallSpec
+    settings: tuple[tuple[str, Any], ...]  # epochs, grouping, seed, device, dtype, ...
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.settings)
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    coordinates: tuple[Coordinate, ...]
+    fields: tuple[str, ...]
+    params: tuple[tuple[str, float], ...]
+    lets: tuple[tuple[str, sympy.Expr], ...]
+    conditions: tuple[Condition, ...]
+    losses: tuple[tuple[str, WeightedSum], ...]
+    groupings: tuple[Grouping, ...]
+    default_grouping: str
+    sampling: Sampling
+    reference: Reference | None
+    test: TestPoints
+    validation: Validation
+    training: Training
+    source_dir: str = field(default=".", compare=False)
+
+    # convenience --------------------------------------------------------
+    @property
+    def space(self) -> tuple[Coordinate, ...]:
+        return tuple(c for c in self.coordinates if not c.is_time)
+
+    @property
+    def time(self) -> Coordinate | None:
+        return next((c for c in self.coordinates if c.is_time), None)
+
+    @property
+    def symbols(self) -> tuple[sympy.Symbol, ...]:
+        return tuple(c.symbol for c in self.coordinates)
+
+    def field_function(self, name: str) -> sympy.Expr:
+        return sympy.Function(name)(*self.symbols)
+
+    def condition(self, name: str) -> Condition:
+        for c in self.conditions:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def grouping(self, name: str | None = None) -> Grouping:
+        name = name or self.default_grouping
+        for g in self.groupings:
+            if g.name == name:
+                return g
+        raise KeyError(name)

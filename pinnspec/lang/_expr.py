@@ -1,0 +1,320 @@
+"""Expressions -> SymPy: names, derivatives (``u_xt``, ``d``, ``lap``, ``dn``),
+functions and constants, with located diagnostics."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import sympy
+
+from ..registry import FUNCTIONS, did_you_mean
+from . import _ast as A
+from ._diagnostics import Collector
+
+#: name -> (sympy callable, min args, max args or None)
+BUILTIN_FUNCTIONS: dict[str, tuple[Callable, int, int | None]] = {
+    "sin": (sympy.sin, 1, 1),
+    "cos": (sympy.cos, 1, 1),
+    "tan": (sympy.tan, 1, 1),
+    "exp": (sympy.exp, 1, 1),
+    "log": (sympy.log, 1, 1),
+    "sqrt": (sympy.sqrt, 1, 1),
+    "abs": (sympy.Abs, 1, 1),
+    "tanh": (sympy.tanh, 1, 1),
+    "sinh": (sympy.sinh, 1, 1),
+    "cosh": (sympy.cosh, 1, 1),
+    "arcsin": (sympy.asin, 1, 1),
+    "arccos": (sympy.acos, 1, 1),
+    "arctan": (sympy.atan, 1, 1),
+    "sign": (sympy.sign, 1, 1),
+    "min": (sympy.Min, 2, None),
+    "max": (sympy.Max, 2, None),
+    "heaviside": (lambda x: sympy.Heaviside(x, sympy.Rational(1, 2)), 1, 1),
+}
+CONSTANTS = {"pi": sympy.pi, "e": sympy.E}
+#: calls with a meaning of their own (not functions of values)
+SPECIAL_CALLS = {"d", "lap", "dn", "pool"}
+
+_LARGEST_EXPONENT10 = 300  # constants beyond 1e300 are refused (they would overflow float64)
+
+
+@dataclass
+class Scope:
+    """What an expression may refer to, and where it stands."""
+
+    where: str  # for messages: "an equation", "an interval bound", ...
+    coordinates: dict[str, sympy.Symbol]
+    space: tuple[str, ...]
+    fields: dict[str, sympy.Expr]  # name -> u(x, t); empty where fields are not allowed
+    lets: dict[str, sympy.Expr | None]  # None: the let had an error
+    params: dict[str, sympy.Symbol]
+    declared: dict[str, tuple[str, A.Span]]  # every declared name -> (kind, span)
+    allow_coordinates: bool = True
+    face: tuple[str, int] | None = None  # (coordinate, outward sign) on a boundary face
+    field_names: tuple[str, ...] = ()
+    let_spans: dict[str, A.Span] = field(default_factory=dict)
+
+
+class ExprLowering:
+    def __init__(self, diag: Collector):
+        self.diag = diag
+
+    # ------------------------------------------------------------------ entry
+    def lower(self, node: A.Expr, scope: Scope) -> sympy.Expr | None:
+        method = getattr(self, "_" + type(node).__name__)
+        return method(node, scope)
+
+    # ------------------------------------------------------------------ leaves
+    def _Number(self, node: A.Number, scope: Scope):
+        value = float(node.text)
+        if not math.isfinite(value) or (value != 0 and abs(math.log10(abs(value))) > _LARGEST_EXPONENT10):
+            self.diag.error(node.span, f"the number {node.text} is out of range (|x| must lie within 1e-300..1e300)")
+            return None
+        return _rational(node.text)
+
+    def _String(self, node: A.String, scope: Scope):
+        self.diag.error(node.span, f'a quoted string ("{node.value}") is not a value in {scope.where}')
+        return None
+
+    def _TupleExpr(self, node: A.TupleExpr, scope: Scope):
+        self.diag.error(node.span, f"a tuple is not a value in {scope.where}")
+        return None
+
+    def _Name(self, node: A.Name, scope: Scope):
+        name = node.id
+        if name in CONSTANTS:
+            return CONSTANTS[name]
+        if name in scope.coordinates:
+            if not scope.allow_coordinates:
+                self.diag.error(node.span, f"{scope.where} must be a constant, but '{name}' is a coordinate")
+                return None
+            return scope.coordinates[name]
+        if name in scope.fields:
+            return scope.fields[name]
+        if name in scope.params:
+            return scope.params[name]
+        if name in scope.lets:
+            value = scope.lets[name]
+            if value is None:
+                return None  # its own error is already reported
+            if not scope.allow_coordinates and value.free_symbols & set(scope.coordinates.values()):
+                self.diag.error(node.span, f"{scope.where} must be a constant, but '{name}' depends on the coordinates")
+                return None
+            return value
+        if "_" in name:
+            return self._subscript_derivative(node, scope)
+        return self._unknown_name(node, scope)
+
+    def _unknown_name(self, node: A.Name, scope: Scope):
+        name = node.id
+        if name in scope.declared:
+            kind, span = scope.declared[name]
+            if kind == "field":
+                self.diag.error(node.span, f"the field '{name}' cannot appear in {scope.where}")
+            elif kind == "param":
+                self.diag.error(node.span, f"the param '{name}' cannot appear in {scope.where}")
+            elif kind == "let":
+                self.diag.error(node.span, f"'{name}' is used before its definition (line {span.line})")
+            else:
+                self.diag.error(node.span, f"'{name}' is a {kind} (line {span.line}), not a value")
+            return None
+        if name in BUILTIN_FUNCTIONS or name in SPECIAL_CALLS or name in FUNCTIONS:
+            self.diag.error(node.span, f"'{name}' is a function: call it, e.g. {name}(x)")
+            return None
+        values = list(scope.fields) + list(scope.coordinates) + list(scope.lets) + list(scope.params) + list(CONSTANTS)
+        hint = did_you_mean(name, values)
+        if hint:
+            self.diag.error(node.span, f"unknown name '{name}'; did you mean '{hint}'?")
+        elif scope.fields:
+            self.diag.error(node.span, f"unknown field '{name}' (fields are: {', '.join(scope.fields)})")
+        elif scope.field_names:
+            self.diag.error(node.span, f"unknown name '{name}' (coordinates are: {', '.join(scope.coordinates) or 'none'})")
+        else:
+            self.diag.error(node.span, f"unknown name '{name}'")
+        return None
+
+    def _subscript_derivative(self, node: A.Name, scope: Scope):
+        name = node.id
+        head, _, suffix = name.partition("_")
+        if head not in scope.fields:
+            if head in scope.lets or head in scope.params:
+                self.diag.error(node.span, f"subscript derivatives apply to fields; write d({head}, ...) for '{head}'")
+            elif head in scope.field_names:
+                self.diag.error(node.span, f"the field '{head}' cannot appear in {scope.where}")
+            else:
+                fields = ", ".join(scope.field_names) or "none"
+                hint = did_you_mean(head, scope.field_names)
+                more = f"; did you mean '{hint}_{suffix}'?" if hint else f" (fields are: {fields})"
+                self.diag.error(node.span, f"'{name}' is not a derivative of a field: unknown field '{head}'{more}")
+            return None
+        if not suffix or "_" in suffix:
+            self.diag.error(node.span, f"a derivative is written FIELD_COORDS, e.g. {head}_{next(iter(scope.coordinates), 'x')}"
+                            f"{next(iter(scope.coordinates), 'x')}: '{name}' is not")
+            return None
+        splits = split_subscript(suffix, tuple(scope.coordinates))
+        if not splits:
+            coords = ", ".join(scope.coordinates) or "none"
+            self.diag.error(node.span, f"cannot read '{suffix}' in '{name}' as coordinates (coordinates are: {coords})")
+            return None
+        if len(splits) > 1:
+            readings = " or ".join("d/d" + " d/d".join(s) for s in splits[:3])
+            self.diag.error(node.span, f"ambiguous derivative '{name}': '{suffix}' reads as {readings}; "
+                            f"write d({head}, ...) instead")
+            return None
+        return sympy.Derivative(scope.fields[head], *(scope.coordinates[c] for c in splits[0]))
+
+    # ------------------------------------------------------------------ operators
+    def _Neg(self, node: A.Neg, scope: Scope):
+        value = self.lower(node.operand, scope)
+        return None if value is None else -value
+
+    def _BinOp(self, node: A.BinOp, scope: Scope):
+        left = self.lower(node.left, scope)
+        right = self.lower(node.right, scope)
+        if left is None or right is None:
+            return None
+        if node.op == "+":
+            return left + right
+        if node.op == "-":
+            return left - right
+        if node.op == "*":
+            return left * right
+        if node.op == "/":
+            if right.is_zero:
+                self.diag.error(node.right.span, "division by zero")
+                return None
+            return left / right
+        # power
+        if left.is_number and right.is_number:
+            try:
+                magnitude = abs(float(right)) * math.log10(max(abs(complex(left)), 1e-300))
+            except (TypeError, ValueError, OverflowError):
+                magnitude = 0.0
+            if magnitude > _LARGEST_EXPONENT10:
+                self.diag.error(node.span, "this constant is too large (beyond 1e300)")
+                return None
+            if left.is_zero and right.is_negative:
+                self.diag.error(node.span, "division by zero (0 to a negative power)")
+                return None
+        return left**right
+
+    # ------------------------------------------------------------------ calls
+    def _Call(self, node: A.Call, scope: Scope):
+        name = node.func.name
+        if node.kwargs:
+            self.diag.error(node.kwargs[0].span, f"'{name}' takes no keyword arguments")
+            return None
+        if name == "d":
+            return self._d(node, scope)
+        if name == "lap":
+            return self._lap(node, scope)
+        if name == "dn":
+            return self._dn(node, scope)
+        if name == "pool":
+            self.diag.error(node.span, "pool(...) belongs in a 'loss' or 'grouping', not in an expression")
+            return None
+        if name in BUILTIN_FUNCTIONS:
+            function, lo, hi = BUILTIN_FUNCTIONS[name]
+        elif name in FUNCTIONS:
+            function = FUNCTIONS.get(name)
+            lo, hi = getattr(function, "nargs_range", (1, 1))
+        else:
+            if name in scope.declared or name in scope.fields:
+                self.diag.error(node.func.span, f"'{name}' is not a function (it is a {scope.declared.get(name, ('field',))[0]}); "
+                                "fields are used without arguments, e.g. u")
+            else:
+                hint = did_you_mean(name, list(BUILTIN_FUNCTIONS) + FUNCTIONS.names() + ["d", "lap", "dn"])
+                more = f"; did you mean '{hint}'?" if hint else ""
+                self.diag.error(node.func.span, f"unknown function '{name}'{more}")
+            return None
+        n = len(node.args)
+        if n < lo or (hi is not None and n > hi):
+            want = f"{lo}" if lo == hi else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+            self.diag.error(node.span, f"{name}() takes {want} argument{'s' if want != '1' else ''}, got {n}")
+            return None
+        args = [self.lower(a, scope) for a in node.args]
+        if any(a is None for a in args):
+            return None
+        return function(*args)
+
+    def _coordinate_args(self, node: A.Call, scope: Scope, args: tuple[A.Expr, ...]):
+        symbols = []
+        ok = True
+        for arg in args:
+            if not isinstance(arg, A.Name) or arg.id not in scope.coordinates:
+                coords = ", ".join(scope.coordinates) or "none"
+                what = f"'{arg.id}'" if isinstance(arg, A.Name) else "this"
+                self.diag.error(arg.span, f"{what} is not a coordinate to differentiate by (coordinates are: {coords})")
+                ok = False
+                continue
+            symbols.append(scope.coordinates[arg.id])
+        return symbols if ok else None
+
+    def _d(self, node: A.Call, scope: Scope):
+        if len(node.args) < 2:
+            self.diag.error(node.span, "d(EXPR, x, ...) needs an expression and at least one coordinate")
+            return None
+        symbols = self._coordinate_args(node, scope, node.args[1:])
+        expr = self.lower(node.args[0], scope)
+        if expr is None or symbols is None:
+            return None
+        return sympy.diff(expr, *symbols)
+
+    def _one_arg(self, node: A.Call, scope: Scope):
+        if len(node.args) != 1:
+            self.diag.error(node.span, f"{node.func.name}() takes 1 argument, got {len(node.args)}")
+            return None
+        return self.lower(node.args[0], scope)
+
+    def _lap(self, node: A.Call, scope: Scope):
+        if not scope.space:
+            self.diag.error(node.span, "lap() sums second derivatives over the space coordinates, and there are none")
+            return None
+        expr = self._one_arg(node, scope)
+        if expr is None:
+            return None
+        return sympy.Add(*(sympy.diff(expr, scope.coordinates[c], 2) for c in scope.space))
+
+    def _dn(self, node: A.Call, scope: Scope):
+        if scope.face is None:
+            self.diag.error(node.span, "dn() is the outward normal derivative on a boundary face: "
+                            "use it only in a 'boundary' condition")
+            return None
+        expr = self._one_arg(node, scope)
+        if expr is None:
+            return None
+        coordinate, sign = scope.face
+        return sign * sympy.diff(expr, scope.coordinates[coordinate])
+
+
+def _rational(text: str) -> sympy.Rational:
+    """A decimal literal as an exact rational (``0.01`` -> 1/100)."""
+    mantissa, _, exponent = text.lower().partition("e")
+    value = sympy.Rational(mantissa if mantissa not in ("", ".") else "0")
+    if exponent:
+        value *= sympy.Integer(10) ** int(exponent)
+    return value
+
+
+def split_subscript(suffix: str, coordinates: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Every way to read ``suffix`` as a sequence of coordinate names."""
+    results: list[tuple[str, ...]] = []
+
+    def walk(rest: str, acc: tuple[str, ...]):
+        if len(results) > 3:
+            return
+        if not rest:
+            results.append(acc)
+            return
+        for c in coordinates:
+            if rest.startswith(c):
+                walk(rest[len(c):], acc + (c,))
+
+    walk(suffix, ())
+    return results
+
+
+def uses_call(node: A.Node, name: str) -> bool:
+    return any(isinstance(n, A.Call) and n.func.name == name for n in node.walk())

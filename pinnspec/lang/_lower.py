@@ -1,0 +1,852 @@
+"""Semantic checks and lowering: syntax tree -> problem IR (:mod:`pinnspec.ir`).
+
+Every check reports into one :class:`Collector`; the spec fails only after
+all statements were checked, so a user sees every mistake at once.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import sympy
+
+from .. import catalog, ir
+from ..registry import did_you_mean
+from . import _ast as A
+from ._diagnostics import Collector
+from ._expr import BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, ExprLowering, Scope, uses_call
+
+#: Points per condition when a spec gives none (documented in docs/language.md).
+DEFAULT_POINTS = {"equation": 1000, "initial": 100, "boundary": 100, "periodic": 100}
+DEFAULT_GROUPING = "default"
+#: Statements a spec may hold at most once.
+SINGLE = ("problem", "time", "sampler", "resample", "reference", "test", "validate",
+          "model", "optimizer", "schedule", "surgery", "align")
+#: Relative tolerance when matching a face value to a box end.
+_FACE_TOL = 1e-12
+
+
+def reserved_kind(name: str) -> str | None:
+    if name in A.KEYWORDS:
+        return "keyword"
+    if name in CONSTANTS:
+        return "built-in constant"
+    if name in BUILTIN_FUNCTIONS or name in SPECIAL_CALLS:
+        return "built-in function"
+    return None
+
+
+class Lowering:
+    def __init__(self, tree: A.SpecFile, base_dir: str):
+        self.tree = tree
+        self.base_dir = base_dir
+        self.diag = Collector(tree.filename, tree.source)
+        self.expr = ExprLowering(self.diag)
+        self.declared: dict[str, tuple[str, A.Span]] = {}
+        self.coordinates: list[ir.Coordinate] = []
+        self.coord_symbols: dict[str, sympy.Symbol] = {}
+        self.space_names: tuple[str, ...] = ()
+        self.fields: list[str] = []
+        self.field_exprs: dict[str, sympy.Expr] = {}
+        self.lets: dict[str, sympy.Expr | None] = {}
+        self.params: dict[str, sympy.Symbol] = {}
+        self.param_values: list[tuple[str, float]] = []
+        self.conditions: dict[str, ir.Condition] = {}
+        self.condition_kinds: dict[str, str] = {}
+        self.losses: dict[str, ir.WeightedSum] = {}
+        self.groupings: dict[str, ir.Grouping] = {}
+
+    # ================================================================== driver
+    def run(self) -> ir.Problem | None:
+        statements = self.tree.statements
+        by_kind: dict[str, list[A.Statement]] = {}
+        for st in statements:
+            by_kind.setdefault(st.keyword, []).append(st)
+        self._check_structure(statements, by_kind)
+        self._declare_all(statements)
+
+        problem_name = by_kind["problem"][0].name.name if by_kind.get("problem") else "problem"
+        self._symbols_from_tree()
+        for st in statements:  # lets first, in file order (a let sees earlier lets only)
+            if isinstance(st, A.Let):
+                self._let(st)
+        for st in by_kind.get("space", []) + by_kind.get("time", []):
+            self._intervals(st)
+        self._finish_coordinates()
+        for st in statements:
+            handler = {
+                A.Equation: self._equation,
+                A.Initial: self._initial,
+                A.Boundary: self._boundary,
+                A.Periodic: self._periodic,
+                A.Data: self._data,
+            }.get(type(st))
+            if handler:
+                handler(st)
+        for st in by_kind.get("loss", []):
+            self._loss(st)
+        for st in by_kind.get("grouping", []):
+            self._grouping(st)
+        sampling = self._sampling(by_kind)
+        reference = self._reference(by_kind)
+        test = self._test(by_kind)
+        validation = self._validation(by_kind)
+        training = self._training(by_kind)
+        default_grouping = self._default_grouping(training)
+        self._usage_warnings(by_kind)
+        if self.diag.has_errors:
+            return None
+        return ir.Problem(
+            name=problem_name,
+            coordinates=tuple(self.coordinates),
+            fields=tuple(self.fields),
+            params=tuple(self.param_values),
+            lets=tuple((k, v) for k, v in self.lets.items() if v is not None),
+            conditions=tuple(self.conditions.values()),
+            losses=tuple(self.losses.items()),
+            groupings=tuple(self.groupings.values()),
+            default_grouping=default_grouping,
+            sampling=sampling,
+            reference=reference,
+            test=test,
+            validation=validation,
+            training=training,
+            source_dir=self.base_dir,
+        )
+
+    # ================================================================== structure & names
+    def _check_structure(self, statements, by_kind):
+        if not statements:
+            self.diag.error(A.Span(1, 1, 1, 2), "the spec is empty: it must start with 'problem NAME'")
+            return
+        if not isinstance(statements[0], A.Problem):
+            self.diag.error(statements[0].span, "a spec must start with 'problem NAME'")
+        for kind in SINGLE:
+            extra = by_kind.get(kind, [])[1:]
+            for st in extra:
+                first = by_kind[kind][0]
+                self.diag.error(st.span, f"a second '{kind}' statement (the first is at line {first.span.line}); "
+                                "a spec has at most one")
+        if not by_kind.get("field"):
+            self.diag.error(statements[0].span, "the spec declares no field: add e.g. 'field u'")
+        if not by_kind.get("space") and not by_kind.get("time"):
+            self.diag.error(statements[0].span, "the spec declares no coordinate: add 'space x in [A, B]' and/or 'time t in [A, B]'")
+        if not any(isinstance(s, (A.Equation, A.Initial, A.Boundary, A.Periodic, A.Data)) for s in statements):
+            self.diag.error(statements[0].span, "the spec has no condition (equation, initial, boundary, periodic or data)")
+        if by_kind.get("problem"):
+            self._check_name(by_kind["problem"][0].name)
+
+    def _check_name(self, ident: A.Ident) -> bool:
+        kind = reserved_kind(ident.name)
+        if kind:
+            self.diag.error(ident.span, f"'{ident.name}' is a reserved word ({kind}) and cannot be used as a name; "
+                            "choose another name")
+            return False
+        if "_" in ident.name:
+            self.diag.error(ident.span, f"'{ident.name}': declared names cannot contain '_' "
+                            f"(it marks derivatives, as in u_x); try '{ident.name.replace('_', '')}'")
+            return False
+        return True
+
+    def _declare(self, ident: A.Ident, kind: str) -> bool:
+        if not self._check_name(ident):
+            return False
+        if ident.name in self.declared:
+            other, span = self.declared[ident.name]
+            self.diag.error(ident.span, f"'{ident.name}' is already declared (as a {other} at line {span.line})")
+            return False
+        self.declared[ident.name] = (kind, ident.span)
+        return True
+
+    def _declare_all(self, statements):
+        for st in statements:
+            if isinstance(st, A.Space):
+                for interval in st.intervals:
+                    self._declare(interval.name, "coordinate")
+            elif isinstance(st, A.Time):
+                self._declare(st.interval.name, "coordinate")
+            elif isinstance(st, A.Fields):
+                for ident in st.names:
+                    if self._declare(ident, "field"):
+                        self.fields.append(ident.name)
+            elif isinstance(st, A.Let):
+                self._declare(st.name, "let")
+            elif isinstance(st, A.Param):
+                if self._declare(st.name, "param"):
+                    self.params[st.name.name] = sympy.Symbol(st.name.name, real=True)
+                    self.param_values.append((st.name.name, st.initial))
+            elif isinstance(st, (A.Equation, A.Initial, A.Boundary, A.Periodic, A.Data)):
+                if self._declare(st.name, "condition"):
+                    self.condition_kinds[st.name.name] = st.keyword
+            elif isinstance(st, A.Loss):
+                self._declare(st.name, "loss")
+            elif isinstance(st, A.Grouping):
+                self._declare(st.name, "grouping")
+
+    def _scope(self, where: str, *, fields: bool = True, params: bool = True, coordinates: bool = True,
+               face: tuple[str, int] | None = None) -> Scope:
+        return Scope(
+            where=where,
+            coordinates=self.coord_symbols,
+            space=self.space_names,
+            fields=self.field_exprs if fields else {},
+            lets=self.lets,
+            params=self.params if params else {},
+            declared=self.declared,
+            allow_coordinates=coordinates,
+            face=face,
+            field_names=tuple(self.fields),
+        )
+
+    # ================================================================== declarations
+    def _let(self, st: A.Let):
+        value = self.expr.lower(st.value, self._scope(f"the let '{st.name.name}'"))
+        if self.declared.get(st.name.name, (None, None))[1] == st.name.span:
+            self.lets[st.name.name] = value
+
+    def _symbols_from_tree(self):
+        """Coordinate symbols and field functions before the intervals are checked
+        (a let may use coordinates declared after it)."""
+        space, time = [], []
+        for st in self.tree.statements:
+            if isinstance(st, A.Space):
+                space.extend(iv.name.name for iv in st.intervals)
+            elif isinstance(st, A.Time):
+                time.append(st.interval.name.name)
+        names = list(dict.fromkeys(space + time))
+        self.coord_symbols = {n: sympy.Symbol(n, real=True) for n in names}
+        self.space_names = tuple(dict.fromkeys(space))
+        args = tuple(self.coord_symbols.values())
+        self.field_exprs = {f: sympy.Function(f)(*args) for f in self.fields}
+
+    def _constant(self, node: A.Expr, where: str) -> float | None:
+        value = self.expr.lower(node, self._scope(where, fields=False, params=False, coordinates=False))
+        if value is None:
+            return None
+        try:
+            number = complex(value.evalf(30))
+        except (TypeError, ValueError):
+            self.diag.error(node.span, f"{where} must be a constant number")
+            return None
+        if number.imag != 0 or not math.isfinite(number.real):
+            self.diag.error(node.span, f"{where} must be a finite real number, got {value}")
+            return None
+        return number.real
+
+    def _intervals(self, st):
+        intervals = st.intervals if isinstance(st, A.Space) else (st.interval,)
+        for iv in intervals:
+            name = iv.name.name
+            if self.declared.get(name, (None,))[0] != "coordinate" or self.declared[name][1] != iv.name.span:
+                continue  # a duplicate: already reported
+            lo = self._constant(iv.lo, f"the lower end of '{name}'")
+            hi = self._constant(iv.hi, f"the upper end of '{name}'")
+            if lo is None or hi is None:
+                lo, hi = 0.0, 1.0  # keep going; the error is reported
+            elif not lo < hi:
+                what = "empty" if lo == hi else "reversed"
+                self.diag.error(iv.span, f"{what} interval [{lo:g}, {hi:g}] for '{name}': the lower end must be below the upper end")
+            self.coordinates.append(ir.Coordinate(name, lo, hi, is_time=isinstance(st, A.Time)))
+
+    def _finish_coordinates(self):
+        # space first, then time, each in declaration order
+        space = [c for c in self.coordinates if not c.is_time]
+        time = [c for c in self.coordinates if c.is_time]
+        self.coordinates = space + time
+        self.coord_symbols = {c.name: c.symbol for c in self.coordinates}
+        self.space_names = tuple(c.name for c in space)
+        args = tuple(self.coord_symbols.values())
+        self.field_exprs = {f: sympy.Function(f)(*args) for f in self.fields}
+        # lets were lowered with the same symbols (same names, same assumptions)
+
+    def _coordinate(self, name: str) -> ir.Coordinate | None:
+        return next((c for c in self.coordinates if c.name == name), None)
+
+    # ================================================================== conditions
+    def _residual(self, rel: A.Relation, scope: Scope) -> sympy.Expr | None:
+        lhs = self.expr.lower(rel.lhs, scope)
+        rhs = self.expr.lower(rel.rhs, scope)
+        if lhs is None or rhs is None:
+            return None
+        residual = lhs - rhs
+        return self._defined(residual, rel.span)
+
+    def _defined(self, expr: sympy.Expr, span: A.Span) -> sympy.Expr | None:
+        if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+            self.diag.error(span, "this expression is undefined or infinite (e.g. log(0), 0^-1 or 1/(1-1))")
+            return None
+        return expr
+
+    def _needs_field(self, expr: sympy.Expr, span: A.Span, name: str):
+        if not any(expr.has(f) for f in self.field_exprs.values()):
+            self.diag.error(span, f"this part of '{name}' involves no field: it would be a constant, not a condition")
+
+    def _add_condition(self, st, kind, region, residuals, face_residuals=None):
+        name = st.name.name
+        if self.declared.get(name, (None, None))[1] != st.name.span:
+            return  # a duplicate name: already reported
+        self.conditions[name] = ir.Condition(name, kind, region, tuple(residuals),
+                                             tuple(map(tuple, face_residuals)) if face_residuals else None,
+                                             st.span.line)
+
+    def _lower_relations(self, st, relations, where, face=None):
+        scope = self._scope(where, face=face)
+        out = []
+        for rel in relations:
+            res = self._residual(rel, scope)
+            if res is not None:
+                self._needs_field(res, rel.span, st.name.name)
+            out.append(res)
+        return out
+
+    def _equation(self, st: A.Equation):
+        res = self._lower_relations(st, (st.relation,), f"the equation '{st.name.name}'")
+        if None not in res:
+            self._add_condition(st, "equation", ir.Interior(), res)
+
+    def _initial(self, st: A.Initial):
+        time = next((c for c in self.coordinates if c.is_time), None)
+        if time is None:
+            self.diag.error(st.span, "'initial' needs a time coordinate: declare one with 'time t in [A, B]'")
+            return
+        res = self._lower_relations(st, st.relations, f"the initial condition '{st.name.name}'")
+        if None not in res:
+            self._add_condition(st, "initial", ir.InitialSlice(time.name, time.lo), res)
+
+    def _faces(self, selector: A.Selector) -> list[ir.Face] | None:
+        space = [c for c in self.coordinates if not c.is_time]
+        if selector.whole:
+            if not space:
+                self.diag.error(selector.span, "'on boundary' needs space coordinates, and there are none")
+                return None
+            return [ir.Face(c.name, side, value) for c in space for side, value in (("lo", c.lo), ("hi", c.hi))]
+        faces: list[ir.Face] = []
+        ok = True
+        for face in selector.faces:
+            name = face.coordinate.name
+            coord = self._coordinate(name)
+            if coord is None:
+                hint = did_you_mean(name, [c.name for c in space])
+                more = f"; did you mean '{hint}'?" if hint else f" (space coordinates are: {', '.join(c.name for c in space) or 'none'})"
+                self.diag.error(face.coordinate.span, f"unknown coordinate '{name}'{more}")
+                ok = False
+                continue
+            if coord.is_time:
+                self.diag.error(face.coordinate.span, f"'{name}' is the time coordinate: a condition at {name} = "
+                                f"{coord.lo:g} is written with 'initial'")
+                ok = False
+                continue
+            value = self._constant(face.value, f"the face value of '{name}'")
+            if value is None:
+                ok = False
+                continue
+            scale = max(abs(coord.lo), abs(coord.hi), 1.0)
+            if abs(value - coord.lo) <= _FACE_TOL * scale:
+                side = ("lo", coord.lo)
+            elif abs(value - coord.hi) <= _FACE_TOL * scale:
+                side = ("hi", coord.hi)
+            else:
+                self.diag.error(face.value.span, f"{name} = {value:g} is not on the box: {name} is in "
+                                f"[{coord.lo:g}, {coord.hi:g}], so a face is {name} = {coord.lo:g} or {name} = {coord.hi:g}")
+                ok = False
+                continue
+            new = ir.Face(name, *side)
+            if new in faces:
+                self.diag.error(face.span, f"the face {new} is listed twice")
+                ok = False
+                continue
+            faces.append(new)
+        return faces if ok else None
+
+    def _boundary(self, st: A.Boundary):
+        faces = self._faces(st.selector)
+        where = f"the boundary condition '{st.name.name}'"
+        if faces is None:
+            # still check the expressions (without dn) to report their errors too
+            if not any(uses_call(r, "dn") for r in st.relations):
+                self._lower_relations(st, st.relations, where)
+            return
+        if any(uses_call(r, "dn") for r in st.relations):
+            per_face = [self._lower_relations(st, st.relations, where, face=(f.coordinate, f.normal_sign)) if i == 0
+                        else self._quiet(lambda f=f: self._lower_relations(st, st.relations, where,
+                                                                           face=(f.coordinate, f.normal_sign)))
+                        for i, f in enumerate(faces)]
+            if any(None in r for r in per_face):
+                return
+            self._add_condition(st, "boundary", ir.FaceRegion(tuple(faces)), per_face[0],
+                                per_face if len(faces) > 1 else None)
+        else:
+            res = self._lower_relations(st, st.relations, where)
+            if None not in res:
+                self._add_condition(st, "boundary", ir.FaceRegion(tuple(faces)), res)
+
+    def _quiet(self, fn):
+        """Run ``fn`` without adding diagnostics (used to re-lower per face)."""
+        saved = list(self.diag.items)
+        try:
+            return fn()
+        finally:
+            self.diag.items[:] = saved
+
+    def _periodic(self, st: A.Periodic):
+        name = st.coordinate.name
+        coord = self._coordinate(name)
+        ok = True
+        if coord is None:
+            space = [c.name for c in self.coordinates if not c.is_time]
+            hint = did_you_mean(name, space)
+            more = f"; did you mean '{hint}'?" if hint else f" (space coordinates are: {', '.join(space) or 'none'})"
+            self.diag.error(st.coordinate.span, f"unknown coordinate '{name}'{more}")
+            ok = False
+        elif coord.is_time:
+            self.diag.error(st.coordinate.span, f"'{name}' is the time coordinate; periodic conditions are on space coordinates")
+            ok = False
+        scope = self._scope(f"the periodic condition '{st.name.name}'")
+        res = []
+        for e in st.exprs:
+            value = self.expr.lower(e, scope)
+            if value is not None:
+                value = self._defined(value, e.span)
+            if value is not None:
+                self._needs_field(value, e.span, st.name.name)
+            res.append(value)
+        if ok and None not in res:
+            self._add_condition(st, "periodic", ir.PeriodicPairs(name, coord.lo, coord.hi), res)
+
+    def _data(self, st: A.Data):
+        ok = True
+        for f in st.fields:
+            if f.name not in self.fields:
+                hint = did_you_mean(f.name, self.fields)
+                more = f"; did you mean '{hint}'?" if hint else f" (fields are: {', '.join(self.fields)})"
+                self.diag.error(f.span, f"unknown field '{f.name}'{more}")
+                ok = False
+        names = [f.name for f in st.fields]
+        if len(set(names)) != len(names):
+            self.diag.error(st.span, "a field is listed twice")
+            ok = False
+        path = st.path.value
+        full = path if os.path.isabs(path) else os.path.join(self.base_dir, path)
+        columns = self._data_columns(full, st.path)
+        if columns is not None and ok:
+            needed = [c.name for c in self.coordinates] + names
+            for col in needed:
+                if col not in columns:
+                    self.diag.error(st.path.span, f"the data file '{path}' has no column '{col}' "
+                                    f"(its columns are: {', '.join(columns) or 'none'})")
+                    ok = False
+        if ok and columns is not None:
+            residuals = [self.field_exprs[f] - ir.observed(f) for f in names]
+            self._add_condition(st, "data", ir.DataPoints(path, tuple(names)), residuals)
+
+    def _data_columns(self, full: str, node: A.String) -> list[str] | None:
+        if not os.path.isfile(full):
+            self.diag.error(node.span, f"the data file '{node.value}' does not exist (looked for {full})")
+            return None
+        ext = os.path.splitext(full)[1].lower()
+        try:
+            if ext == ".csv":
+                with open(full, encoding="utf-8") as fh:
+                    header = fh.readline()
+                return [c.strip().strip('"') for c in header.strip().split(",") if c.strip()]
+            if ext == ".npz":
+                import numpy as np
+
+                with np.load(full) as data:
+                    return list(data.files)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            self.diag.error(node.span, f"cannot read the data file '{node.value}': {exc}")
+            return None
+        self.diag.error(node.span, f"unsupported data file type '{ext or node.value}': use .csv (with a header line) or .npz")
+        return None
+
+    # ================================================================== losses and groupings
+    def _weight(self, number: A.Number | None) -> float | None:
+        if number is None:
+            return 1.0
+        value = float(number.text)
+        if not math.isfinite(value) or value <= 0:
+            self.diag.error(number.span, "a weight must be a positive number")
+            return None
+        return value
+
+    def _pool(self, pool: A.Pool) -> ir.PoolLoss | None:
+        names = []
+        ok = True
+        for m in pool.members:
+            if not self._is_condition(m, "pool(...)"):
+                ok = False
+            elif m.name in names:
+                self.diag.error(m.span, f"'{m.name}' appears twice in pool(...)")
+                ok = False
+            else:
+                names.append(m.name)
+        return ir.PoolLoss(tuple(names)) if ok else None
+
+    def _is_condition(self, ident: A.Ident, where: str) -> bool:
+        kind = self.declared.get(ident.name, (None,))[0]
+        if kind == "condition":
+            return True
+        if kind is None:
+            hint = did_you_mean(ident.name, list(self.condition_kinds))
+            more = f"; did you mean '{hint}'?" if hint else f" (conditions are: {', '.join(self.condition_kinds) or 'none'})"
+            self.diag.error(ident.span, f"unknown condition '{ident.name}'{more}")
+        elif kind == "loss" and where == "loss":
+            self.diag.error(ident.span, f"'{ident.name}' is a loss; a loss sums conditions (use losses in a 'grouping')")
+        else:
+            self.diag.error(ident.span, f"'{ident.name}' is a {kind}, not a condition")
+        return False
+
+    def _loss(self, st: A.Loss):
+        terms = []
+        ok = True
+        for term in st.terms:
+            w = self._weight(term.weight)
+            if isinstance(term.target, A.Pool):
+                atom = self._pool(term.target)
+            else:
+                atom = ir.ConditionLoss(term.target.name) if self._is_condition(term.target, "loss") else None
+            if w is None or atom is None:
+                ok = False
+                continue
+            terms.append((w, atom))
+        if ok and self.declared.get(st.name.name, (None, None))[1] == st.name.span:
+            self.losses[st.name.name] = ir.WeightedSum(_combine(terms))
+
+    def _grouping(self, st: A.Grouping):
+        tasks, labels = [], []
+        ok = True
+        for entry in st.entries:
+            terms = []
+            for term in entry.terms:
+                w = self._weight(term.weight)
+                expanded = None
+                if isinstance(term.target, A.Pool):
+                    pool = self._pool(term.target)
+                    expanded = [(1.0, pool)] if pool else None
+                else:
+                    name = term.target.name
+                    kind = self.declared.get(name, (None,))[0]
+                    if kind == "loss":
+                        expanded = list(self.losses[name].terms) if name in self.losses else None
+                    elif kind == "condition":
+                        expanded = [(1.0, ir.ConditionLoss(name))]
+                    elif kind is None:
+                        known = list(self.condition_kinds) + [n for n, (k, _) in self.declared.items() if k == "loss"]
+                        hint = did_you_mean(name, known)
+                        more = f"; did you mean '{hint}'?" if hint else f" (losses and conditions are: {', '.join(known) or 'none'})"
+                        self.diag.error(term.target.span, f"unknown loss or condition '{name}'{more}")
+                    else:
+                        self.diag.error(term.target.span, f"'{name}' is a {kind}; a grouping lists losses, conditions and pools")
+                if w is None or expanded is None:
+                    ok = False
+                    continue
+                terms.extend((w * wi, atom) for wi, atom in expanded)
+            tasks.append(ir.WeightedSum(_combine(terms)))
+            labels.append(_source_text(self.tree.source, entry.span))
+        if ok and self.declared.get(st.name.name, (None, None))[1] == st.name.span:
+            self.groupings[st.name.name] = ir.Grouping(st.name.name, tuple(tasks), tuple(labels))
+
+    def _default_grouping(self, training: ir.Training) -> str:
+        chosen = training.options.get("grouping")
+        if chosen:
+            return chosen
+        if DEFAULT_GROUPING in self.groupings:
+            return DEFAULT_GROUPING
+        # one task per loss; with no loss at all, one task per condition
+        if self.losses:
+            tasks = tuple(self.losses.values())
+            labels = tuple(self.losses)
+        else:
+            tasks = tuple(ir.WeightedSum(((1.0, ir.ConditionLoss(n)),)) for n in self.conditions)
+            labels = tuple(self.conditions)
+        self.groupings[DEFAULT_GROUPING] = ir.Grouping(DEFAULT_GROUPING, tasks, labels)
+        return DEFAULT_GROUPING
+
+    def _usage_warnings(self, by_kind):
+        used: set[str] = set()
+        for loss in self.losses.values():
+            used.update(loss.conditions)
+        for g in self.groupings.values():
+            for task in g.tasks:
+                used.update(task.conditions)
+        if by_kind.get("loss") or by_kind.get("grouping"):
+            for st in self.tree.statements:
+                if isinstance(st, (A.Equation, A.Initial, A.Boundary, A.Periodic, A.Data)):
+                    if st.name.name in self.conditions and st.name.name not in used:
+                        self.diag.warning(st.name.span, f"the condition '{st.name.name}' is used by no loss or grouping; "
+                                          "it will not be trained")
+        if by_kind.get("grouping"):
+            in_groupings = set()
+            for st in by_kind["grouping"]:
+                for entry in st.entries:
+                    for term in entry.terms:
+                        if isinstance(term.target, A.Ident):
+                            in_groupings.add(term.target.name)
+            for st in by_kind.get("loss", []):
+                if st.name.name not in in_groupings:
+                    self.diag.warning(st.name.span, f"the loss '{st.name.name}' is used by no grouping")
+
+    # ================================================================== sampling, reference, tests
+    def _count(self, number: A.Number, what: str, minimum: int = 1) -> int | None:
+        value = float(number.text)
+        if not math.isfinite(value) or value != int(value) or value < minimum:
+            self.diag.error(number.span, f"{what} must be a whole number of at least {minimum}, got {number.text}")
+            return None
+        return int(value)
+
+    def _sampling(self, by_kind) -> ir.Sampling:
+        counts: dict[str, int] = {}
+        for st in by_kind.get("points", []):
+            for pc in st.counts:
+                name = pc.name.name
+                n = self._count(pc.count, f"the number of points for '{name}'")
+                kind = self.declared.get(name, (None,))[0]
+                if kind != "condition":
+                    self._is_condition(pc.name, "points")
+                    continue
+                if self.condition_kinds.get(name) == "data":
+                    self.diag.error(pc.span, f"'{name}' is a data condition: it uses every row of its file (no 'points')")
+                    continue
+                if name in counts:
+                    self.diag.error(pc.span, f"points for '{name}' are given twice")
+                    continue
+                if n is not None:
+                    counts[name] = n
+        points = []
+        for name, cond in self.conditions.items():
+            if cond.kind == "data":
+                continue
+            default = DEFAULT_POINTS[cond.kind]
+            if cond.kind == "initial" and not self.space_names:
+                default = 1  # an ODE: the initial slice is a single point
+            points.append((name, counts.get(name, default)))
+        sampler = self._call_setting("sampler", by_kind.get("sampler", []))
+        resample: int | None = 1
+        for st in by_kind.get("resample", [])[:1]:
+            resample = None if st.every is None else self._count(st.every, "'resample every'")
+        return ir.Sampling(tuple(points), sampler, resample)
+
+    def _reference(self, by_kind) -> ir.Reference | None:
+        exact_stmts = by_kind.get("exact", [])
+        refs = by_kind.get("reference", [])
+        if exact_stmts and refs:
+            self.diag.error(refs[0].span, f"give either 'exact' (line {exact_stmts[0].span.line}) or 'reference', not both")
+            return None
+        if exact_stmts:
+            solution: dict[str, sympy.Expr] = {}
+            ok = True
+            for st in exact_stmts:
+                for rel in st.relations:
+                    if not isinstance(rel.lhs, A.Name) or rel.lhs.id not in self.fields:
+                        what = f"'{rel.lhs.id}'" if isinstance(rel.lhs, A.Name) else "the left side"
+                        self.diag.error(rel.lhs.span, f"{what} is not a field: 'exact' is written FIELD = EXPR "
+                                        f"(fields are: {', '.join(self.fields)})")
+                        ok = False
+                        continue
+                    if rel.lhs.id in solution:
+                        self.diag.error(rel.lhs.span, f"the exact solution of '{rel.lhs.id}' is given twice")
+                        ok = False
+                        continue
+                    value = self.expr.lower(rel.rhs, self._scope(f"the exact solution of '{rel.lhs.id}'",
+                                                                 fields=False, params=False))
+                    if value is not None:
+                        value = self._defined(value, rel.rhs.span)
+                    if value is None:
+                        ok = False
+                        continue
+                    solution[rel.lhs.id] = value
+            missing = [f for f in self.fields if f not in solution]
+            if ok and missing:
+                self.diag.error(exact_stmts[0].span, f"'exact' gives no expression for {', '.join(map(repr, missing))} "
+                                f"(fields are: {', '.join(self.fields)})")
+                ok = False
+            return ir.ExactReference(tuple((f, solution[f]) for f in self.fields)) if ok else None
+        if refs:
+            st = refs[0]
+            if st.path is not None:
+                full = st.path.value if os.path.isabs(st.path.value) else os.path.join(self.base_dir, st.path.value)
+                if not os.path.isfile(full):
+                    self.diag.error(st.path.span, f"the reference file '{st.path.value}' does not exist (looked for {full})")
+                    return None
+                return ir.FileReference(st.path.value)
+            call = self._validated_call("reference", st.call)
+            return ir.GeneratedReference(call) if call else None
+        return None
+
+    def _test(self, by_kind) -> ir.TestPoints:
+        for st in by_kind.get("test", [])[:1]:
+            if st.grid is not None:
+                counts = [self._count(n, "a test grid count") for n in st.grid]
+                if len(counts) != len(self.coordinates):
+                    names = ", ".join(c.name for c in self.coordinates)
+                    self.diag.error(st.span, f"'test grid' needs one count per coordinate ({len(self.coordinates)}: {names}), "
+                                    f"got {len(counts)}")
+                    return ir.TestPoints()
+                if None in counts:
+                    return ir.TestPoints()
+                return ir.TestPoints(grid=tuple(counts))
+            n = self._count(st.count, "the number of test points")
+            return ir.TestPoints(count=n)
+        return ir.TestPoints()
+
+    def _validation(self, by_kind) -> ir.Validation:
+        for st in by_kind.get("validate", [])[:1]:
+            every = self._count(st.every, "'validate ... every'") or 100
+            if st.count is None:
+                return ir.Validation(every=every, on_test=True)
+            count = self._count(st.count, "the number of validation points") or 1000
+            return ir.Validation(every=every, count=count)
+        return ir.Validation()
+
+    # ================================================================== training statements
+    def _call_setting(self, kind: str, statements) -> ir.CallSpec:
+        if statements:
+            call = self._validated_call(kind, statements[0].call)
+            if call is not None:
+                return call
+        defaults = catalog.known(kind)[catalog.DEFAULTS[kind]]
+        return ir.CallSpec(catalog.DEFAULTS[kind], tuple(defaults.items()))
+
+    def _validated_call(self, kind: str, call: A.Call) -> ir.CallSpec | None:
+        known = catalog.known(kind)
+        name = call.func.name
+        if name not in known:
+            hint = did_you_mean(name, known)
+            more = f"; did you mean '{hint}'?" if hint else f" (known: {', '.join(sorted(known))})"
+            self.diag.error(call.func.span, f"unknown {kind} '{name}'{more}")
+            return None
+        params = known[name]
+        ok = True
+        if call.args:
+            example = next(iter(params), "key")
+            self.diag.error(call.args[0].span, f"{kind} arguments are given by keyword, e.g. {name}({example} = ...)")
+            ok = False
+        values: dict[str, Any] = {}
+        for kw in call.kwargs:
+            key = kw.name.name
+            if key not in params:
+                hint = did_you_mean(key, params)
+                more = f"; did you mean '{hint}'?" if hint else (f" (it takes: {', '.join(params)})" if params else " (it takes none)")
+                self.diag.error(kw.name.span, f"{name}() has no argument '{key}'{more}")
+                ok = False
+                continue
+            if key in values:
+                self.diag.error(kw.name.span, f"the argument '{key}' is given twice")
+                ok = False
+                continue
+            value = self._setting_value(kw.value, f"{name}({key} = ...)", params[key])
+            if value is _BAD:
+                ok = False
+                continue
+            values[key] = value
+        for key, default in params.items():
+            if default is catalog.REQUIRED and key not in values:
+                self.diag.error(call.span, f"{name}() needs the argument '{key}'")
+                ok = False
+        if not ok:
+            return None
+        merged = {k: values.get(k, v) for k, v in params.items() if not (v is catalog.REQUIRED and k not in values)}
+        return ir.CallSpec(name, tuple(merged.items()))
+
+    def _setting_value(self, node: A.Expr, where: str, default: Any):
+        """A call argument as a plain value: number, name (as a string), string or tuple."""
+        if isinstance(node, A.String):
+            value: Any = node.value
+        elif isinstance(node, A.Name) and node.id not in self.lets and node.id not in CONSTANTS:
+            value = node.id
+        elif isinstance(node, A.TupleExpr):
+            items = [self._setting_value(i, where, None) for i in node.items]
+            return _BAD if _BAD in items else tuple(items)
+        else:
+            number = self._constant(node, where)
+            if number is None:
+                return _BAD
+            value = int(number) if number == int(number) and isinstance(default, int) and not isinstance(default, bool) else number
+        if isinstance(default, bool) or default is None or default is catalog.REQUIRED:
+            return value
+        if isinstance(default, (int, float)) and not isinstance(value, (int, float)):
+            self.diag.error(node.span, f"{where} expects a number, got '{value}'")
+            return _BAD
+        if isinstance(default, str) and not isinstance(value, str):
+            self.diag.error(node.span, f"{where} expects a name, got {value:g}")
+            return _BAD
+        return value
+
+    def _training(self, by_kind) -> ir.Training:
+        calls = {kind: self._call_setting(kind, [s for s in by_kind.get(kind, [])])
+                 for kind in ("model", "optimizer", "schedule", "surgery", "align")}
+        settings: dict[str, Any] = {}
+        for st in by_kind.get("train", []):
+            for kw in st.settings:
+                key = kw.name.name
+                if key not in catalog.TRAIN_SETTINGS:
+                    hint = did_you_mean(key, catalog.TRAIN_SETTINGS)
+                    more = f"; did you mean '{hint}'?" if hint else f" (settings are: {', '.join(catalog.TRAIN_SETTINGS)})"
+                    self.diag.error(kw.name.span, f"unknown train setting '{key}'{more}")
+                    continue
+                if key in settings:
+                    self.diag.error(kw.name.span, f"the train setting '{key}' is given twice")
+                    continue
+                value = self._train_value(key, kw.value)
+                if value is not _BAD:
+                    settings[key] = value
+        return ir.Training(settings=tuple(settings.items()), **calls)
+
+    def _train_value(self, key: str, node: A.Expr):
+        kind, _ = catalog.TRAIN_SETTINGS[key]
+        if kind == "int":
+            number = self._constant(node, f"'{key}'") if not isinstance(node, (A.Name, A.String)) or (
+                isinstance(node, A.Name) and node.id in self.lets) else None
+            minimum = 0 if key == "seed" else 1
+            if number is None or number != int(number) or number < minimum:
+                self.diag.error(node.span, f"'{key}' must be a whole number of at least {minimum}")
+                return _BAD
+            return int(number)
+        if not isinstance(node, A.Name):
+            self.diag.error(node.span, f"'{key}' expects a name")
+            return _BAD
+        if kind == "name":  # grouping
+            groupings = [n for n, (k, _) in self.declared.items() if k == "grouping"]
+            if node.id not in groupings and node.id != DEFAULT_GROUPING:
+                hint = did_you_mean(node.id, groupings)
+                more = f"; did you mean '{hint}'?" if hint else f" (groupings are: {', '.join(groupings) or 'none'})"
+                self.diag.error(node.span, f"unknown grouping '{node.id}'{more}")
+                return _BAD
+            return node.id
+        choices = kind.split(":", 1)[1].split("|")
+        if node.id not in choices:
+            hint = did_you_mean(node.id, choices)
+            more = f"; did you mean '{hint}'?" if hint else ""
+            self.diag.error(node.span, f"'{key}' must be one of {', '.join(choices)}{more}")
+            return _BAD
+        return node.id
+
+
+_BAD = object()
+
+
+def _combine(terms: list[tuple[float, ir.Atom]]) -> tuple[tuple[float, ir.Atom], ...]:
+    """Merge repeated atoms by adding their weights, keeping first-seen order."""
+    merged: dict[ir.Atom, float] = {}
+    for w, atom in terms:
+        merged[atom] = merged.get(atom, 0.0) + w
+    return tuple((w, atom) for atom, w in merged.items())
+
+
+def _source_text(source: str, span: A.Span) -> str:
+    lines = source.splitlines()
+    if span.line == span.end_line:
+        return lines[span.line - 1][span.column - 1: span.end_column - 1]
+    parts = [lines[span.line - 1][span.column - 1:]]
+    parts += lines[span.line: span.end_line - 1]
+    parts.append(lines[span.end_line - 1][: span.end_column - 1])
+    return " ".join(p.strip() for p in parts)
+
+
+def lower(tree: A.SpecFile, base_dir: str) -> tuple[ir.Problem | None, Collector]:
+    lowering = Lowering(tree, base_dir)
+    problem = lowering.run()
+    return problem, lowering.diag

@@ -1,0 +1,156 @@
+"""Malformed specs: each gives a located error with a helpful message.
+
+One row per mistake: the spec text, the line and column of the first error,
+and a key phrase of its message.  Every check of LANGUAGE.md §7 appears.
+"""
+
+import pytest
+
+import pinnspec
+from pinnspec.lang import SpecError, loads
+
+HEAD = """problem p
+space x in [-1, 1]
+time t in [0, 1]
+field u
+"""
+PDE = "equation pde: u_t + u*u_x - 0.01*u_xx = 0\n"
+
+CASES = [
+    # --- syntax
+    ("missing colon", HEAD + "equation pde u_t = 0\n", 5, 14, "name and ':'"),
+    ("missing equals", HEAD + "equation pde: u_t + u\n", 5, 22, "LEFT = RIGHT"),
+    ("double equals", HEAD + "equation pde: u_t == 0\n", 5, 20, "single '='"),
+    ("dangling operator", HEAD + "equation pde: u_t + = 0\n", 5, 21, "unexpected '='"),
+    ("bad character", HEAD + "equation pde: u_t = 0 @\n", 5, 23, "unexpected character '@'"),
+    ("unclosed paren", HEAD + "equation pde: u_t = sin(x\n", 5, 24, "'(' is never closed"),
+    ("unclosed bracket", "problem p\nspace x in [0, 1\nfield u\n", 2, 12, "'[' is never closed"),
+    ("interval without in", HEAD + PDE + "space y [0, 1]\n", 6, 9, "NAME in [A, B]"),
+    ("boundary without selector", HEAD + PDE + "boundary bc: u = 0\n", 6, 12, "needs a selector"),
+    ("points with equals", HEAD + PDE + "points pde = 100\n", 6, 12, "points NAME COUNT"),
+    ("grouping without brackets", HEAD + PDE + "grouping g = pde\n", 6, 14, "bracketed list"),
+    ("data without quotes", HEAD + PDE + "data obs from obs.csv: u\n", 6, 15, 'data NAME from "FILE"'),
+    ("string in equation", HEAD + 'equation pde: u_t = "a"\n', 5, 21, "quoted string"),
+    ("unterminated string", HEAD + PDE + 'data obs from "obs.csv: u\n', 6, 15, "unterminated string"),
+    ("keyword as field", HEAD + PDE + "field time\n", 6, 7, "reserved word"),
+    ("keyword as let", HEAD + PDE + "let in = 3\n", 6, 5, "reserved word"),
+    # --- names
+    ("unknown field", HEAD + "equation pde: u_t + w*u_x = 0\n", 5, 21, "unknown field 'w' (fields are: u)"),
+    ("unknown name with hint", HEAD + "let nu = 0.1\nequation pde: u_t - nuu*u_xx = 0\n", 6, 21, "did you mean 'nu'"),
+    ("duplicate name", HEAD + PDE + "equation pde: u = 0\n", 6, 10, "already declared"),
+    ("field and coordinate clash", HEAD + PDE + "field x\n", 6, 7, "already declared (as a coordinate"),
+    ("builtin function as name", HEAD + PDE + "let sin = 2\n", 6, 5, "reserved word (built-in function)"),
+    ("constant as name", HEAD + PDE + "field pi\n", 6, 7, "reserved word (built-in constant)"),
+    ("underscore in a name", HEAD + PDE + "field v_1\n", 6, 7, "cannot contain '_'"),
+    ("let used before definition", HEAD + "let a = b + 1\nlet b = 2\n" + PDE, 5, 9, "before its definition"),
+    ("unknown function", HEAD + "equation pde: u_t = sinn(x)\n", 5, 21, "did you mean 'sin'"),
+    ("wrong arity", HEAD + "equation pde: u_t = sin(x, t)\n", 5, 21, "takes 1 argument"),
+    # --- derivatives
+    ("unknown derivative subscript", HEAD + "equation pde: u_t + u_xz = 0\n", 5, 21, "cannot read 'xz'"),
+    ("derivative of unknown field", HEAD + "equation pde: u_t + w_x = 0\n", 5, 21, "unknown field 'w'"),
+    ("ambiguous subscript", "problem p\nspace x in [0, 1], xx in [0, 1]\nfield u\nequation pde: u_xx = 0\n",
+     4, 15, "ambiguous derivative 'u_xx'"),
+    ("d by a non-coordinate", HEAD + "equation pde: d(u, z) = 0\n", 5, 20, "'z' is not a coordinate"),
+    ("d without coordinate", HEAD + "equation pde: d(u) = 0\n", 5, 15, "at least one coordinate"),
+    ("dn outside boundary", HEAD + "equation pde: dn(u) = 0\n", 5, 15, "only in a 'boundary'"),
+    ("lap without space", "problem p\ntime t in [0, 1]\nfield u\nequation pde: lap(u) = 0\n", 4, 15, "no"),
+    ("subscript derivative of a let", HEAD + "let f = x^2\nequation pde: u_t = f_x\n", 6, 21, "write d(f, ...)"),
+    # --- regions
+    ("face not on the box", HEAD + PDE + "boundary bc on x = 2: u = 0\n", 6, 20, "not on the box"),
+    ("face on time", HEAD + PDE + "boundary bc on t = 0: u = 0\n", 6, 16, "written with 'initial'"),
+    ("face unknown coordinate", HEAD + PDE + "boundary bc on y = 0: u = 0\n", 6, 16, "unknown coordinate 'y'"),
+    ("reversed interval", "problem p\nspace x in [1, 0]\nfield u\nequation pde: u_x = 0\n", 2, 7, "reversed interval"),
+    ("empty interval", "problem p\nspace x in [1, 1]\nfield u\nequation pde: u_x = 0\n", 2, 7, "empty interval"),
+    ("initial without time", "problem p\nspace x in [0, 1]\nfield u\nequation pde: u_xx = 0\ninitial ic: u = 0\n",
+     5, 1, "needs a time coordinate"),
+    ("periodic on time", HEAD + PDE + "periodic pbc on t: u\n", 6, 17, "periodic conditions are on space"),
+    ("condition without field", HEAD + "equation pde: x = 0\n", 5, 15, "involves no field"),
+    # --- arithmetic
+    ("division by literal zero", HEAD + "equation pde: u_t = 1/0\n", 5, 23, "division by zero"),
+    ("division by folded zero", HEAD + "equation pde: u_t = u/(1-1)\n", 5, 24, "division by zero"),
+    ("huge number", HEAD + "equation pde: u_t = 1e999\n", 5, 21, "out of range"),
+    ("huge power", HEAD + "equation pde: u_t = 9^9^9\n", 5, 21, "too large"),
+    ("undefined log", HEAD + "equation pde: u_t = log(0)\n", 5, 15, "undefined"),
+    # --- losses and groupings
+    ("loss of unknown condition", HEAD + PDE + "loss N = pde + bc\n", 6, 16, "unknown condition 'bc'"),
+    ("loss of a loss", HEAD + PDE + "loss N = pde\nloss M = N\n", 7, 10, "is a loss"),
+    ("grouping of unknown", HEAD + PDE + "grouping g = [pde, foo]\n", 6, 20, "unknown loss or condition 'foo'"),
+    ("pool twice the same", HEAD + PDE + "grouping g = [pool(pde, pde)]\n", 6, 25, "appears twice"),
+    ("zero weight", HEAD + PDE + "loss N = 0*pde\n", 6, 10, "positive"),
+    ("pool in expression", HEAD + "equation pde: u_t = pool(u)\n", 5, 21, "belongs in a 'loss'"),
+    # --- sampling, reference, tests
+    ("zero points", HEAD + PDE + "points pde 0\n", 6, 12, "at least 1"),
+    ("fractional points", HEAD + PDE + "points pde 10.5\n", 6, 12, "whole number"),
+    ("points for unknown", HEAD + PDE + "points foo 10\n", 6, 8, "unknown condition 'foo'"),
+    ("unknown sampler", HEAD + PDE + "sampler lhss\n", 6, 9, "did you mean 'lhs'"),
+    ("second sampler", HEAD + PDE + "sampler lhs\nsampler sobol\n", 7, 1, "at most one"),
+    ("test grid count", HEAD + PDE + "test grid 10\n", 6, 1, "one count per coordinate"),
+    ("exact of non-field", HEAD + PDE + "exact v = x\n", 6, 7, "not a field"),
+    ("exact uses a field", HEAD + PDE + "exact u = u + x\n", 6, 11, "cannot appear in the exact solution"),
+    ("exact and reference", HEAD + PDE + "exact u = x\nreference cole_hopf_burgers()\n", 7, 1, "not both"),
+    ("missing data file", HEAD + PDE + 'data obs from "nofile.csv": u\n', 6, 15, "does not exist"),
+    ("unknown reference", HEAD + PDE + "reference colehopf()\n", 6, 11, "unknown reference"),
+    # --- training statements
+    ("unknown surgery", HEAD + PDE + "surgery pcgrd\n", 6, 9, "did you mean 'pcgrad'"),
+    ("unknown optimizer", HEAD + PDE + "optimizer adma(lr = 1e-3)\n", 6, 11, "did you mean 'adam'"),
+    ("unknown model", HEAD + PDE + "model mlpp()\n", 6, 7, "did you mean 'mlp'"),
+    ("unknown argument", HEAD + PDE + "optimizer adam(lrr = 1e-3)\n", 6, 16, "did you mean 'lr'"),
+    ("positional argument", HEAD + PDE + "optimizer adam(1e-3)\n", 6, 16, "by keyword"),
+    ("wrong argument type", HEAD + PDE + "align gua(metric = 3)\n", 6, 20, "expects a name"),
+    ("unknown train key", HEAD + PDE + "train epoch = 10\n", 6, 7, "did you mean 'epochs'"),
+    ("unknown grouping in train", HEAD + PDE + "grouping two = [pde]\ntrain grouping = tw\n", 7, 18, "did you mean 'two'"),
+    ("bad device", HEAD + PDE + "train device = gpu\n", 6, 16, "one of auto, cpu, cuda"),
+    # --- structure
+    ("no problem statement", "space x in [0, 1]\nfield u\nequation pde: u_xx = 0\n", 1, 1, "start with 'problem"),
+    ("empty spec", "", 1, 1, "empty"),
+    ("no field", "problem p\nspace x in [0, 1]\nequation pde: x = 0\n", 1, 1, "no field"),
+]
+
+
+def test_table_is_large_enough():
+    assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize("text,line,column,phrase", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_malformed_spec(text, line, column, phrase, tmp_path):
+    with pytest.raises(SpecError) as info:
+        loads(text, filename="bad.pinn", base_dir=str(tmp_path))
+    err = info.value
+    assert phrase in err.message, err.render()
+    assert (err.line, err.column) == (line, column), err.render()
+    rendered = str(err)
+    assert rendered.startswith(f"bad.pinn:{line}:{column}: error: ")
+    # the source line and a caret under the reported column
+    lines = rendered.splitlines()
+    if text.strip():
+        assert lines[1] == "  " + text.splitlines()[line - 1]
+        assert lines[2].index("^") == column + 1  # two spaces of indent
+
+
+def test_all_errors_are_collected():
+    text = HEAD + "equation pde: u_t + w*u_x = 0\nboundary bc on x = 3: u = 0\nsurgery pcgrd\n"
+    with pytest.raises(SpecError) as info:
+        loads(text, filename="bad.pinn")
+    messages = [d.message for d in info.value.errors]
+    assert len(messages) == 3
+    assert "unknown field 'w'" in messages[0]
+    assert "not on the box" in messages[1]
+    assert "pcgrad" in messages[2]
+    assert str(info.value).count(": error: ") == 3
+
+
+def test_warnings_for_unused_condition_and_loss():
+    text = HEAD + PDE + "initial ic: u = 0\nloss N = pde\nloss I = ic\ngrouping g = [N]\n"
+    spec = loads(text, filename="w.pinn")
+    messages = [w.message for w in spec.warnings]
+    assert any("condition 'ic' is used by no loss or grouping" in m for m in messages) is False
+    assert any("loss 'I' is used by no grouping" in m for m in messages)
+    text = HEAD + PDE + "initial ic: u = 0\nloss N = pde\n"
+    spec = loads(text, filename="w.pinn")
+    assert [w.message for w in spec.warnings] == [
+        "the condition 'ic' is used by no loss or grouping; it will not be trained"
+    ]
+
+
+def test_spec_error_is_public():
+    assert pinnspec.SpecError is SpecError
