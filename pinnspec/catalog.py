@@ -13,6 +13,7 @@ that has no default.
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any
 
 from .registry import REGISTRIES, did_you_mean, load_plugins, signature_parameters
@@ -65,8 +66,9 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
         "grid": {},
     },
     "reference": {
-        "cole_hopf_burgers": {"nu": 0.01 / 3.141592653589793},
-        "nls": {},
+        "cole_hopf_burgers": {"nu": 0.01 / math.pi, "nx": 256, "nt": 100, "t_max": 0.99},
+        "nls": {"modes": 256, "dt": None, "order": 4, "nx": 256, "nt": 201, "x_min": -5.0, "x_max": 5.0,
+                "t_final": math.pi / 2},
     },
 }
 

@@ -1,0 +1,34 @@
+"""Reference solutions for benchmarks without a closed form (numpy/scipy only).
+
+Generators (``make(**kwargs)`` -> object with ``.fields``, ``.coordinates``,
+``__call__(points [N, d]) -> [N, n_fields]``, ``.grid()``; see
+:class:`GridReference`):
+
+* :func:`cole_hopf_burgers` -- viscous Burgers, u(x, 0) = -sin(pi x), Cole--Hopf by
+  quadrature (accurate to ~1e-15);
+* :func:`nls` -- nonlinear Schroedinger, h(x, 0) = 2 sech x on [-5, 5) periodic,
+  split-step Fourier.
+
+Lower level: :func:`cole_hopf_solution` (u(x, t) with broadcasting),
+:func:`nls_reference` / :class:`NLSSolution` (solve once, evaluate h anywhere),
+and the standard test grids :func:`burgers_grid`, :func:`nls_grid`.
+"""
+
+from ._base import GridReference, tensor_grid
+from ._burgers import NU_BURGERS, BurgersReference, burgers_grid, cole_hopf_burgers, cole_hopf_solution
+from ._nls import NLSReference, NLSSolution, nls, nls_grid, nls_reference
+
+__all__ = [
+    "GridReference",
+    "tensor_grid",
+    "NU_BURGERS",
+    "BurgersReference",
+    "burgers_grid",
+    "cole_hopf_burgers",
+    "cole_hopf_solution",
+    "NLSReference",
+    "NLSSolution",
+    "nls",
+    "nls_grid",
+    "nls_reference",
+]
