@@ -72,6 +72,14 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 
+#: Arguments that take one of a fixed set of names: (kind, name, argument) -> choices.
+CHOICES: dict[tuple[str, str, str], tuple[str, ...]] = {
+    ("model", "mlp", "activation"): ("tanh", "sin", "gelu", "silu"),
+    ("model", "mlp", "init"): ("xavier", "xavier_uniform"),
+    ("surgery", "amtl", "scale"): ("min", "median", "rmse"),
+    ("align", "gua", "metric"): ("adam", "euclidean"),
+}
+
 #: `train KEY = VALUE`: key -> (kind, default). kind: "int", "name", "choice:a|b".
 TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     "epochs": ("int", 1000),

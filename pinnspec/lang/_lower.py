@@ -741,6 +741,13 @@ class Lowering:
             if value is _BAD:
                 ok = False
                 continue
+            choices = catalog.CHOICES.get((kind, name, key))
+            if choices and value not in choices:
+                hint = did_you_mean(str(value), choices)
+                more = f"; did you mean '{hint}'?" if hint else ""
+                self.diag.error(kw.value.span, f"{name}({key} = ...) must be one of {', '.join(choices)}{more}")
+                ok = False
+                continue
             values[key] = value
         for key, default in params.items():
             if default is catalog.REQUIRED and key not in values:

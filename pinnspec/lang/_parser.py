@@ -324,9 +324,9 @@ def _describe(terminal: str, parser: Lark) -> str:
 
 def _describe_token(tok: Token) -> str:
     if tok.type == "_NL":
-        return "the end of the line"
+        return "end of line"
     if tok.type == "$END":
-        return "the end of the file"
+        return "end of file"
     return f"'{tok}'"
 
 
@@ -409,7 +409,8 @@ def syntax_error(err: UnexpectedInput, text: str, filename: str, postlex: Bracke
         tok = err.token
         expected = sorted(err.accepts or err.expected)
         opener = postlex.open[-1] if postlex.open else None
-        if opener is not None and (tok.type == "$END" or (tok.line or 0) > opener.line):
+        line_start = tok.type != "$END" and text[: tok.start_pos].rsplit("\n", 1)[-1].strip() == ""
+        if opener is not None and (tok.type == "$END" or (line_start and str(tok) in A.KEYWORDS)):
             # A bracket left open swallows the newlines after it: say so where it opened.
             line, column = opener.line, opener.column
             return SpecError(
@@ -445,6 +446,8 @@ def syntax_error(err: UnexpectedInput, text: str, filename: str, postlex: Bracke
                 message = f"unexpected {_describe_token(tok)}"
         if tok.type != "$END" and str(tok) == "=" and "EQUAL" not in expected and "==" in text:
             message += " (use a single '=')"
+        if tok.type == "_NL" and text[: tok.start_pos].rstrip().endswith((",", "+", "-", "*", "/", "=")):
+            message += " (a statement continues onto the next line only inside brackets: ( [ )"
     else:  # UnexpectedEOF and anything else Lark raises
         lines = text.splitlines() or [""]
         line, column = len(lines), len(lines[-1]) + 1

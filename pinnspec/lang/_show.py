@@ -90,6 +90,12 @@ class MathPrinter(StrPrinter):
             return expr.func.__name__
         return super()._print_Function(expr)
 
+    def _print_Min(self, expr):
+        return "min(" + ", ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_Max(self, expr):
+        return "max(" + ", ".join(self._print(a) for a in expr.args) + ")"
+
     def _print_Heaviside(self, expr):
         return f"heaviside({self._print(expr.args[0])})"
 

@@ -97,8 +97,10 @@ CASES = [
     ("unknown argument", HEAD + PDE + "optimizer adam(lrr = 1e-3)\n", 6, 16, "did you mean 'lr'"),
     ("positional argument", HEAD + PDE + "optimizer adam(1e-3)\n", 6, 16, "by keyword"),
     ("wrong argument type", HEAD + PDE + "align gua(metric = 3)\n", 6, 20, "expects a name"),
+    ("unknown activation", HEAD + PDE + "model mlp(activation = tahn)\n", 6, 24, "did you mean 'tanh'"),
     ("unknown train key", HEAD + PDE + "train epoch = 10\n", 6, 7, "did you mean 'epochs'"),
     ("unknown grouping in train", HEAD + PDE + "grouping two = [pde]\ntrain grouping = tw\n", 7, 18, "did you mean 'two'"),
+    ("trailing comma", "problem p\nspace x in [0, 1],\n  y in [0, 1]\nfield u\n", 2, 19, "only inside brackets"),
     ("bad device", HEAD + PDE + "train device = gpu\n", 6, 16, "one of auto, cpu, cuda"),
     # --- structure
     ("no problem statement", "space x in [0, 1]\nfield u\nequation pde: u_xx = 0\n", 1, 1, "start with 'problem"),
