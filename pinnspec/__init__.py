@@ -12,15 +12,27 @@ from __future__ import annotations
 
 import importlib
 
-from .lang import Spec, SpecError, load, loads
-
 __version__ = "0.1.0"
-__all__ = ["Spec", "SpecError", "load", "loads", "__version__"]
+__all__ = ["Spec", "SpecError", "load", "loads", "compile", "__version__"]
 
-_LAZY_SUBMODULES = {"surgery", "optim", "align", "references", "ir", "catalog", "registry", "lang", "cli"}
+
+def compile(spec):  # noqa: A001  (the public name of the stage)
+    """Compile a spec (or a path to a .pinn file) into a torch problem:
+    ``problem.sample(epoch)``, ``problem.losses(model, points)``, ``problem.reference(x)``."""
+    from .compiler import compile_spec
+
+    return compile_spec(spec)
+
+
+_LAZY_SUBMODULES = {"surgery", "optim", "align", "references", "sampling", "models", "compiler", "ir", "catalog",
+                    "registry", "lang", "cli"}
+_LANG_NAMES = {"Spec", "SpecError", "load", "loads"}
 
 
 def __getattr__(name: str):
+    # lazy, so that `import pinnspec.surgery` loads neither lark nor sympy
+    if name in _LANG_NAMES:
+        return getattr(importlib.import_module(".lang", __name__), name)
     if name in _LAZY_SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'pinnspec' has no attribute '{name}'")

@@ -31,12 +31,12 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
         "rmsprop": {"lr": 1e-3, "alpha": 0.99, "eps": 1e-8},
         "adam": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
         "adamw": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 1e-2},
-        "sophiag": {"lr": 1e-3, "beta1": 0.965, "beta2": 0.99, "rho": 0.04, "eps": 1e-15,
-                    "hessian_every": 10},
-        "adahessian": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-4,
+        "sophiag": {"lr": 1e-4, "beta1": 0.965, "beta2": 0.99, "rho": 0.04, "bs": 5120, "weight_decay": 0.1,
+                    "eps": 1e-15, "hessian_every": 10},
+        "adahessian": {"lr": 0.15, "beta1": 0.9, "beta2": 0.999, "eps": 1e-4, "weight_decay": 0.0,
                        "hessian_power": 1.0, "hessian_every": 1},
-        "soap": {"lr": 1e-3, "beta1": 0.95, "beta2": 0.95, "eps": 1e-8, "shampoo_beta": 0.95,
-                 "precondition_frequency": 10},
+        "soap": {"lr": 3e-3, "beta1": 0.95, "beta2": 0.95, "shampoo_beta": None, "eps": 1e-8,
+                 "weight_decay": 1e-2, "precondition_frequency": 10, "max_precondition_dim": 10000},
     },
     "schedule": {
         "warmup_cosine": {"warmup": 100, "lr_min": 1e-4},
@@ -56,13 +56,14 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "align": {
         "none": {},
-        "gua": {"metric": "adam", "rho_m": 0.1, "rho_v": 0.03},
+        # rho None: the paper's value for the optimizer (Adam/AdamW 0.1/0.03, RMSProp 0/0.5, SOAP 0.03/0.003)
+        "gua": {"metric": "adam", "rho_m": None, "rho_v": None},
     },
     "sampler": {
         "lhs": {},
         "uniform": {},
-        "sobol": {},
-        "halton": {},
+        "sobol": {"scramble": True},
+        "halton": {"scramble": True},
         "grid": {},
     },
     "reference": {

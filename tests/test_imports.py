@@ -32,3 +32,13 @@ def test_cli_check_runs_without_torch():
     mods = _modules_after(code)
     assert "torch" not in mods
     assert "pinnspec.cli" in mods
+
+
+def test_surgery_loads_no_lark_or_sympy():
+    mods = _modules_after("import pinnspec.surgery, pinnspec.optim, pinnspec.align")
+    assert "lark" not in mods and "sympy" not in mods
+
+
+def test_public_names_resolve_lazily():
+    mods = _modules_after("import pinnspec\nassert pinnspec.SpecError.__name__ == 'SpecError'")
+    assert "torch" not in mods

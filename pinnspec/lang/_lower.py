@@ -13,7 +13,7 @@ from typing import Any
 import sympy
 
 from .. import catalog, ir
-from ..registry import did_you_mean
+from ..registry import did_you_mean, load_plugins
 from . import _ast as A
 from ._diagnostics import Collector
 from ._expr import BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, ExprLowering, Scope, uses_call
@@ -854,6 +854,7 @@ def _source_text(source: str, span: A.Span) -> str:
 
 
 def lower(tree: A.SpecFile, base_dir: str) -> tuple[ir.Problem | None, Collector]:
+    load_plugins()  # third-party functions, references, ... (entry-point group `pinnspec`)
     lowering = Lowering(tree, base_dir)
     problem = lowering.run()
     return problem, lowering.diag

@@ -1,0 +1,30 @@
+"""Gradient-Update Alignment: the proposal u -> the aligned update p.
+
+``project(u, G, metric=None)`` solves argmin ||d - u||_M^2 s.t. G d >= 0 in the
+m-dimensional dual; ``GUA`` gates, projects and aligns the optimizer state;
+``conflicts`` gives the per-step indicators behind R_g, R_a, R_u, R_p.
+Registered names: gua, none.
+
+The update chain, as the engine composes it (g, a, u, p all point uphill)::
+
+    a, s_surgery = surgery(G, s_surgery, generator=gen)                # [m, p] -> [p]
+    h = hutchinson_diagonal(sum(losses), params, generator=gen) if optimizer.hessian_due(s_opt) else None
+    u, tentative = optimizer.propose(a, s_opt, params=theta, hessian=h)
+    p, s_opt = alignment.align(u, G, tentative, optimizer, params=theta)
+    theta = theta - lr_t * p                                            # the engine, and only the engine
+    record(conflicts(G, a, u, p))
+"""
+
+from ._cone import ENUMERATION_MAX_TASKS, project, solve_dual
+from ._conflicts import CONFLICT_EPS, CONFLICT_THRESHOLD, conflicting, conflicts
+from ._gua import CHANGE_THRESHOLD, GUA, NoAlignment
+
+__all__ = ["project", "solve_dual", "conflicts", "conflicting", "GUA", "NoAlignment", "make",
+           "ENUMERATION_MAX_TASKS", "CONFLICT_EPS", "CONFLICT_THRESHOLD", "CHANGE_THRESHOLD"]
+
+
+def make(name: str, **kwargs):
+    """The registered alignment stage ``name`` configured with ``kwargs``."""
+    from pinnspec.registry import ALIGN
+
+    return ALIGN.get(name)(**kwargs)

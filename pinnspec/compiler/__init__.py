@@ -1,0 +1,20 @@
+"""Specs -> torch: derivative plan, residual kernels, point sets, losses, references.
+
+Every stage stays inspectable (``pinnspec show --stage ast|ir|plan|kernel``).
+"""
+
+from ._codegen import Kernel, KernelInput, generate_kernel
+from ._plan import DerivativePlan
+from ._problem import CompiledProblem, Losses, Points, TorchPointSet
+
+__all__ = ["compile_spec", "CompiledProblem", "DerivativePlan", "Kernel", "KernelInput", "Losses", "Points",
+           "TorchPointSet", "generate_kernel"]
+
+
+def compile_spec(spec) -> CompiledProblem:
+    """Compile a checked spec (``pinnspec.load(...)``) or a path to a .pinn file."""
+    from ..lang import Spec, load
+
+    if not isinstance(spec, Spec):
+        spec = load(spec)
+    return CompiledProblem(spec)

@@ -1,0 +1,298 @@
+"""The compiled problem: points, residuals and the m losses of a grouping.
+
+    problem = pinnspec.compile(spec)
+    points  = problem.sample(epoch)                       # fresh points (pure in seed, epoch)
+    losses  = problem.losses(model, points, params)       # losses.tasks: [m], grouping order
+    problem.reference(x)                                  # [N, d] -> [N, n_fields]
+
+Loss meaning (LANGUAGE.md §6): a condition's loss is the mean over its points
+of the per-point sum of squared residual components; a pool is one mean over
+the union of its members' points; a task is a weighted sum of those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .. import ir
+from ..registry import REFERENCES, UnknownNameError
+from ..sampling import PointPlan, PointSet, box_points, grid_points, read_columns
+from ._codegen import Kernel, build_kernels, generate_kernel
+from ._plan import DerivativePlan
+
+#: Fixed streams for the test and validation points: the same for every training seed.
+TEST_STREAM, VALIDATION_STREAM = 7_000_001, 7_000_002
+DEFAULT_TEST_POINTS = 10_000
+
+
+@dataclass
+class TorchPointSet:
+    x: torch.Tensor  # [N, d], requires grad (inputs of the derivative plan)
+    face_slices: tuple[slice, ...] | None = None
+    partner: torch.Tensor | None = None  # [N, d] periodic partner points
+    observed: torch.Tensor | None = None  # [N, n_observed]
+
+
+@dataclass
+class Points:
+    epoch: int
+    sets: list[TorchPointSet]
+
+
+@dataclass
+class Losses:
+    tasks: torch.Tensor  # [m], in grouping order
+    conditions: dict[str, torch.Tensor]  # condition -> scalar loss (its own mean)
+    grouping: str
+
+
+@dataclass(frozen=True)
+class ConditionKernels:
+    """The kernels of one condition: one, or one per face (``dn`` on a union of faces)."""
+
+    condition: str
+    set_index: int
+    kernels: tuple[Kernel, ...]
+    per_face: bool
+    periodic: bool
+    observed_fields: tuple[str, ...] = ()
+
+
+class CompiledProblem:
+    def __init__(self, spec):
+        self.spec = spec
+        self.ir: ir.Problem = spec.ir
+        p = self.ir
+        self.fields = p.fields
+        self.coordinates = tuple(c.name for c in p.coordinates)
+        self.dim = len(self.coordinates)
+        self.point_plan = PointPlan(p)
+        self.seed = int(p.training.options.get("seed", 0))
+
+        pending: list[tuple[ir.Condition, list[Kernel]]] = []
+        all_kernels: list[Kernel] = []
+        for cond in p.conditions:
+            groups = cond.face_residuals if cond.face_residuals else (cond.residuals,)
+            ks = [generate_kernel(f"residual_{cond.name}" + (f"_face{i}" if len(groups) > 1 else ""), res, p)
+                  for i, res in enumerate(groups)]
+            pending.append((cond, ks))
+            all_kernels.extend(ks)
+        exact_kernel = None
+        if isinstance(p.reference, ir.ExactReference):
+            exact_kernel = generate_kernel("exact_solution", tuple(e for _, e in p.reference.solution), p,
+                                           all_coordinates=True)
+            all_kernels.append(exact_kernel)
+        built, self.kernel_source = build_kernels(all_kernels, p.name)
+        by_name = {k.name: k for k in built}
+        self.exact_kernel = by_name.get("exact_solution")
+
+        self.condition_kernels: dict[str, ConditionKernels] = {}
+        needs: dict[int, set] = {s.index: set() for s in self.point_plan.sets}
+        for cond, ks in pending:
+            idx = self.point_plan.set_index(cond.name)
+            kernels = tuple(by_name[k.name] for k in ks)
+            for k in kernels:
+                needs[idx].update(inp.key for inp in k.inputs if inp.kind == "value")
+            observed = cond.region.fields if isinstance(cond.region, ir.DataPoints) else ()
+            self.condition_kernels[cond.name] = ConditionKernels(
+                cond.name, idx, kernels, per_face=len(kernels) > 1,
+                periodic=isinstance(cond.region, ir.PeriodicPairs), observed_fields=observed)
+        self.plans = {i: DerivativePlan.build(n, self.fields, self.coordinates) for i, n in needs.items()}
+        self._generator = None
+        self._test = None
+        self._validation = None
+
+    # ================================================================== points
+    def sample(self, epoch: int, seed: int | None = None, *, device="cpu", dtype=torch.float32) -> Points:
+        """The points of ``epoch`` (a pure function of seed and epoch), as tensors."""
+        sets = self.point_plan.sample(self.seed if seed is None else int(seed), int(epoch))
+        return Points(int(epoch), [self._to_torch(s, device, dtype) for s in sets])
+
+    @staticmethod
+    def _to_torch(s: PointSet, device, dtype) -> TorchPointSet:
+        def t(a):
+            return None if a is None else torch.as_tensor(a, dtype=dtype, device=device)
+
+        x = t(s.x).requires_grad_(True)
+        partner = t(s.partner)
+        if partner is not None:
+            partner.requires_grad_(True)
+        return TorchPointSet(x, s.face_slices, partner, t(s.observed))
+
+    # ================================================================== params
+    def init_params(self, *, device="cpu", dtype=torch.float32) -> dict[str, torch.nn.Parameter]:
+        """The spec's trainable scalars (``param``), at their initial values."""
+        return {name: torch.nn.Parameter(torch.tensor(value, dtype=dtype, device=device))
+                for name, value in self.ir.params}
+
+    # ================================================================== residuals and losses
+    def residuals(self, model, points: Points, params: dict[str, torch.Tensor] | None = None
+                  ) -> dict[str, torch.Tensor]:
+        """condition -> residuals [N, n_components] on its points."""
+        params = params or {}
+        out: dict[str, torch.Tensor] = {}
+        by_set: dict[int, list[ConditionKernels]] = {}
+        for ck in self.condition_kernels.values():
+            by_set.setdefault(ck.set_index, []).append(ck)
+        for index, cks in by_set.items():
+            s = points.sets[index]
+            plan = self.plans[index]
+            values = plan.evaluate(model(s.x), s.x)
+            partner_values = plan.evaluate(model(s.partner), s.partner) if s.partner is not None else None
+            for ck in cks:
+                r = self._evaluate(ck, s, s.x, values, params)
+                if ck.periodic:
+                    r = r - self._evaluate(ck, s, s.partner, partner_values, params)
+                out[ck.condition] = r
+        return out
+
+    def _evaluate(self, ck: ConditionKernels, s: TorchPointSet, x, values, params) -> torch.Tensor:
+        if not ck.per_face:
+            return torch.stack(self._call(ck.kernels[0], x, values, params, s, ck, slice(None)), dim=1)
+        parts = [torch.stack(self._call(k, x, values, params, s, ck, rows), dim=1)
+                 for k, rows in zip(ck.kernels, s.face_slices)]
+        return torch.cat(parts, dim=0)
+
+    @staticmethod
+    def _call(kernel: Kernel, x, values, params, s: TorchPointSet, ck: ConditionKernels, rows: slice):
+        args = []
+        for inp in kernel.inputs:
+            if inp.kind == "value":
+                args.append(values[inp.key][rows])
+            elif inp.kind == "coordinate":
+                args.append(x[rows, inp.key])
+            elif inp.kind == "param":
+                args.append(params[inp.key])
+            else:  # observed
+                args.append(s.observed[rows, ck.observed_fields.index(inp.key)])
+        return kernel.fn(*args)
+
+    @staticmethod
+    def point_squares(residuals: torch.Tensor) -> torch.Tensor:
+        """[N, C] -> [N]: the per-point sum of squared components."""
+        return residuals.square().sum(dim=1)
+
+    def losses(self, model, points: Points, params: dict[str, torch.Tensor] | None = None,
+               grouping: str | None = None) -> Losses:
+        residuals = self.residuals(model, points, params)
+        squares = {name: self.point_squares(r) for name, r in residuals.items()}
+        conditions = {name: sq.mean() for name, sq in squares.items()}
+        g = self.ir.grouping(grouping)
+        tasks = []
+        for task in g.tasks:
+            total = 0
+            for weight, atom in task.terms:
+                if isinstance(atom, ir.PoolLoss):
+                    value = torch.cat([squares[c] for c in atom.conditions]).mean()
+                else:
+                    value = conditions[atom.condition]
+                total = total + weight * value
+            tasks.append(total)
+        return Losses(torch.stack(tasks), conditions, g.name)
+
+    # ================================================================== reference
+    def exact(self, x: torch.Tensor) -> torch.Tensor:
+        """The ``exact`` solution as a torch function of [N, d] points -> [N, n_fields]
+        (differentiable in x: ``pinnspec verify`` runs it through the training path)."""
+        if self.exact_kernel is None:
+            raise ValueError(f"the problem '{self.ir.name}' has no 'exact' solution")
+        columns = [x[:, i] for i in range(self.dim)]
+        return torch.stack(self.exact_kernel.fn(*columns), dim=1)
+
+    def _generator_instance(self):
+        if self._generator is None:
+            call = self.ir.reference.generator
+            try:
+                make = REFERENCES.get(call.name)
+            except UnknownNameError:
+                _register_builtin_references()
+                make = REFERENCES.get(call.name)
+            self._generator = make(**call.options)
+        return self._generator
+
+    def reference(self, points) -> torch.Tensor:
+        """Reference values at ``points`` ([N, d], coordinates in declaration order,
+        space then time) -> [N, n_fields], float64 on the points' device."""
+        x = torch.as_tensor(points)
+        ref = self.ir.reference
+        if isinstance(ref, ir.ExactReference):
+            with torch.no_grad():
+                return self.exact(x.detach().to(torch.float64))
+        if isinstance(ref, ir.GeneratedReference):
+            values = self._generator_instance()(x.detach().cpu().numpy().astype(np.float64))
+            return torch.as_tensor(values, dtype=torch.float64, device=x.device)
+        if isinstance(ref, ir.FileReference):
+            pts, vals = self._file_reference()
+            return torch.as_tensor(_lookup_rows(pts, vals, x.detach().cpu().numpy()), dtype=torch.float64,
+                                   device=x.device)
+        raise ValueError(f"the problem '{self.ir.name}' has no reference solution (add 'exact' or 'reference')")
+
+    def _file_reference(self):
+        ref = self.ir.reference
+        path = self.point_plan.data_path(ir.DataPoints(ref.path, self.fields))
+        columns = read_columns(path)
+        missing = [c for c in self.coordinates + self.fields if c not in columns]
+        if missing:
+            raise ValueError(f"reference file '{ref.path}' has no column {missing[0]!r}")
+        pts = np.stack([np.ravel(columns[c]) for c in self.coordinates], axis=1).astype(np.float64)
+        vals = np.stack([np.ravel(columns[f]) for f in self.fields], axis=1).astype(np.float64)
+        return pts, vals
+
+    def test_points(self) -> np.ndarray:
+        """The test points [N, d] (fixed for every seed; see docs/language.md)."""
+        if self._test is None:
+            t = self.ir.test
+            coords = self.ir.coordinates
+            if t.grid:
+                self._test = grid_points(coords, t.grid)
+            elif t.count:
+                self._test = box_points(coords, t.count, np.random.default_rng(TEST_STREAM))
+            elif isinstance(self.ir.reference, ir.GeneratedReference):
+                self._test = np.asarray(self._generator_instance().grid(), dtype=np.float64)
+            elif isinstance(self.ir.reference, ir.FileReference):
+                self._test = self._file_reference()[0]
+            else:
+                self._test = box_points(coords, DEFAULT_TEST_POINTS, np.random.default_rng(TEST_STREAM))
+        return self._test
+
+    def validation_points(self) -> np.ndarray:
+        if self._validation is None:
+            v = self.ir.validation
+            if v.on_test:
+                self._validation = self.test_points()
+            elif isinstance(self.ir.reference, ir.FileReference):
+                pts = self._file_reference()[0]
+                rng = np.random.default_rng(VALIDATION_STREAM)
+                self._validation = pts[rng.choice(len(pts), size=min(v.count, len(pts)), replace=False)]
+            else:
+                self._validation = box_points(self.ir.coordinates, v.count, np.random.default_rng(VALIDATION_STREAM))
+        return self._validation
+
+    # ================================================================== inspection
+    def describe_plan(self) -> str:
+        lines = [f"derivative plan for problem {self.ir.name} (coordinates: {', '.join(self.coordinates)})"]
+        for s in self.point_plan.sets:
+            count = "all rows" if s.count is None else f"{s.count} points"
+            lines.append(f"set {s.index}: {s.region}, {count} -> {', '.join(s.conditions)}")
+            for line in self.plans[s.index].describe():
+                lines.append(f"  {line}")
+            if isinstance(s.region, ir.PeriodicPairs):
+                lines.append("  (evaluated on both ends of the periodic pairs)")
+        return "\n".join(lines)
+
+
+def _lookup_rows(pts: np.ndarray, vals: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Reference values at rows of a reference file (exact match, to 1e-9)."""
+    index = {tuple(np.round(p, 9)): i for i, p in enumerate(pts)}
+    try:
+        rows = [index[tuple(np.round(p, 9))] for p in x]
+    except KeyError:
+        raise ValueError("a file reference is known only at the file's own points") from None
+    return vals[rows]
+
+
+def _register_builtin_references():
+    from .. import references  # noqa: F401  (registers cole_hopf_burgers, nls)

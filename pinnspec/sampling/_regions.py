@@ -1,0 +1,199 @@
+"""Point sets on the regions of a problem, and fixed grids / boxes.
+
+Points are ``[N, d]`` float64 with the columns in the problem's coordinate
+order (space coordinates, then time).  A unit-cube sample ``u`` maps to a
+coordinate affinely: ``lo + u * (hi - lo)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .. import ir
+from ..registry import SAMPLERS
+
+__all__ = ["PointSet", "sample_region", "face_counts", "grid_points", "box_points"]
+
+Sampler = Callable[[int, int, np.random.Generator], np.ndarray]
+
+
+@dataclass(frozen=True, eq=False)
+class PointSet:
+    """The points of one region.
+
+    x:           ``[N, d]`` float64, columns in coordinate order.
+    face_slices: for a union of faces, the rows of each face, in the region's
+                 face order (``x[face_slices[i]]`` lie on ``region.faces[i]``);
+                 None otherwise.
+    partner:     for periodic pairs, ``[N, d]``: the matched points at
+                 ``coordinate = hi`` (``x`` holds those at ``lo``; every other
+                 coordinate is equal); None otherwise.
+    observed:    for data points, ``[N, n_fields]``: the observed field
+                 columns, in the condition's field order; None otherwise.
+    """
+
+    x: np.ndarray
+    face_slices: tuple[slice, ...] | None = None
+    partner: np.ndarray | None = None
+    observed: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.x.shape[0])
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _resolve_sampler(sampler: Sampler | str) -> Sampler:
+    if isinstance(sampler, str):
+        return SAMPLERS.get(sampler)()
+    return sampler
+
+
+def _index(coordinates: Sequence[ir.Coordinate], name: str, what: str) -> int:
+    for i, c in enumerate(coordinates):
+        if c.name == name:
+            return i
+    known = ", ".join(c.name for c in coordinates) or "none"
+    raise ValueError(f"{what} names the coordinate '{name}', which is not one of the coordinates ({known})")
+
+
+def _draw(sampler: Sampler, n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    u = np.asarray(sampler(n, k, rng), dtype=np.float64)
+    if u.ndim != 2 or u.shape[1] != k:
+        raise ValueError(f"the sampler {sampler!r} returned shape {u.shape} for (n={n}, k={k}); expected [N, {k}]")
+    return u
+
+
+def _fill(coordinates: Sequence[ir.Coordinate], free: Sequence[int], u: np.ndarray) -> np.ndarray:
+    """``[len(u), d]`` points with columns ``free`` mapped from ``u``; other columns 0."""
+    x = np.zeros((u.shape[0], len(coordinates)), dtype=np.float64)
+    for j, col in enumerate(free):
+        c = coordinates[col]
+        lo, hi = min(c.lo, c.hi), max(c.lo, c.hi)
+        x[:, col] = np.clip(c.lo + u[:, j] * (c.hi - c.lo), lo, hi)  # no rounding step past an end
+    return x
+
+
+def face_counts(region: ir.FaceRegion, coordinates: Sequence[ir.Coordinate], n: int) -> list[int]:
+    """How ``n`` points split across the faces of ``region``: in proportion to
+    each face's measure (the product of the other SPACE extents; in 1-D space
+    every face is a point and gets an equal share), by the largest-remainder
+    method, so the counts add up to ``n`` exactly (ties go to the earlier face)."""
+    space = [c for c in coordinates if not c.is_time]
+    weights = []
+    for face in region.faces:
+        _index(coordinates, face.coordinate, f"the face '{face}'")
+        weights.append(float(np.prod([c.hi - c.lo for c in space if c.name != face.coordinate])))
+    weights = np.abs(np.asarray(weights, dtype=np.float64))
+    if not len(weights):
+        if n:
+            raise ValueError("a face region with no faces cannot hold points")
+        return []
+    total = weights.sum()
+    if not np.isfinite(total) or total <= 0:
+        weights = np.ones_like(weights)  # degenerate box: equal shares
+        total = weights.sum()
+    quota = n * weights / total
+    counts = np.floor(quota).astype(np.int64)
+    left = n - int(counts.sum())
+    order = sorted(range(len(weights)), key=lambda i: (-(quota[i] - counts[i]), i))
+    for i in order[:left]:
+        counts[i] += 1
+    return [int(c) for c in counts]
+
+
+# ------------------------------------------------------------------ regions
+
+
+def sample_region(region: ir.Region, coordinates: Sequence[ir.Coordinate], n: int,
+                  sampler: Sampler | str, rng: np.random.Generator) -> PointSet:
+    """``n`` points of ``region`` (the grid sampler rounds the count, see
+    :class:`Grid`).
+
+    * Interior: the space box times the time interval.
+    * FaceRegion: the faces times the time interval; ``n`` split across the
+      faces by :func:`face_counts`; on each face the fixed coordinate is
+      exactly the face value, the others are sampled.
+    * InitialSlice: the space box with time exactly ``region.value`` (an ODE,
+      with no space coordinates: ``n`` copies of the single point).
+    * PeriodicPairs: the other coordinates sampled; ``x`` has the periodic
+      coordinate at ``lo``, ``partner`` the same points at ``hi``.
+
+    Data points are read, not sampled: see :func:`load_data` / :class:`PointPlan`.
+    """
+    if int(n) != n or n < 0:
+        raise ValueError(f"the number of points must be a whole number >= 0, got {n!r}")
+    n = int(n)
+    coordinates = tuple(coordinates)
+    sampler = _resolve_sampler(sampler)
+    d = len(coordinates)
+
+    if isinstance(region, ir.Interior):
+        return PointSet(_fill(coordinates, range(d), _draw(sampler, n, d, rng)))
+
+    if isinstance(region, ir.FaceRegion):
+        blocks, slices, start = [], [], 0
+        for face, count in zip(region.faces, face_counts(region, coordinates, n)):
+            fixed = _index(coordinates, face.coordinate, f"the face '{face}'")
+            free = [i for i in range(d) if i != fixed]
+            x = _fill(coordinates, free, _draw(sampler, count, d - 1, rng))
+            x[:, fixed] = face.value
+            blocks.append(x)
+            slices.append(slice(start, start + len(x)))
+            start += len(x)
+        x = np.concatenate(blocks, axis=0) if blocks else np.empty((0, d))
+        return PointSet(np.ascontiguousarray(x), face_slices=tuple(slices))
+
+    if isinstance(region, ir.InitialSlice):
+        fixed = _index(coordinates, region.time, f"the {region}")
+        free = [i for i in range(d) if i != fixed]
+        x = _fill(coordinates, free, _draw(sampler, n, d - 1, rng))
+        x[:, fixed] = region.value
+        return PointSet(x)
+
+    if isinstance(region, ir.PeriodicPairs):
+        fixed = _index(coordinates, region.coordinate, f"the {region}")
+        free = [i for i in range(d) if i != fixed]
+        x = _fill(coordinates, free, _draw(sampler, n, d - 1, rng))
+        partner = x.copy()
+        x[:, fixed] = region.lo
+        partner[:, fixed] = region.hi
+        return PointSet(x, partner=partner)
+
+    if isinstance(region, ir.DataPoints):
+        raise ValueError(f"{region}: data points are read from the file, not sampled (use load_data or PointPlan)")
+    raise TypeError(f"not a region: {region!r}")
+
+
+# ------------------------------------------------------------------ fixed sets
+
+
+def grid_points(coordinates: Sequence[ir.Coordinate], counts: Sequence[int]) -> np.ndarray:
+    """The tensor grid ``[prod(counts), d]``: ``np.linspace(lo, hi, count)``
+    per coordinate (both ends included; a count of 1 gives ``lo``), the
+    columns in coordinate order, the LAST coordinate varying fastest
+    (``indexing='ij'``: row ``i*n2 + j`` is ``(x_i, t_j)`` for ``(x, t)``)."""
+    coordinates = tuple(coordinates)
+    counts = tuple(counts)
+    if len(counts) != len(coordinates):
+        raise ValueError(f"a grid needs one count per coordinate ({len(coordinates)}: "
+                         f"{', '.join(c.name for c in coordinates)}), got {len(counts)}")
+    for c, m in zip(coordinates, counts):
+        if int(m) != m or m < 1:
+            raise ValueError(f"the grid count for '{c.name}' must be a whole number >= 1, got {m!r}")
+    axes = [np.linspace(c.lo, c.hi, int(m), dtype=np.float64) for c, m in zip(coordinates, counts)]
+    if not axes:
+        return np.empty((1, 0), dtype=np.float64)
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return np.ascontiguousarray(np.stack([g.reshape(-1) for g in mesh], axis=1))
+
+
+def box_points(coordinates: Sequence[ir.Coordinate], n: int,
+               rng: np.random.Generator | int | None) -> np.ndarray:
+    """``n`` LHS points in the full box (test and validation sets).  ``rng``
+    may be a Generator or a seed."""
+    return sample_region(ir.Interior(), coordinates, n, SAMPLERS.get("lhs")(), np.random.default_rng(rng)).x

@@ -1,0 +1,274 @@
+"""Compiled problems: losses, derivative plan, gradients, verify, reference, determinism."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import pinnspec
+from pinnspec.cli import main
+from pinnspec.compiler._verify import verify
+from pinnspec.models import mlp
+
+ROOT = Path(__file__).resolve().parents[2]
+EXACT_SPECS = ["kovasznay", "heat_ms", "beltrami", "poisson5d"]
+EXACT_EXAMPLES = ["poisson2d_mixed", "advection_periodic", "oscillator", "helmholtz3d", "wave1d"]
+
+
+def small_model(problem, dtype=torch.float64, seed=0):
+    return mlp(width=8, depth=2).build(problem.dim, len(problem.fields), generator=torch.Generator().manual_seed(seed),
+                                       dtype=dtype)
+
+
+def test_losses_follow_the_language_meaning():
+    problem = pinnspec.compile(ROOT / "specs" / "burgers.pinn")
+    model = small_model(problem)
+    points = problem.sample(0, dtype=torch.float64)
+    res = problem.residuals(model, points)
+    two = problem.losses(model, points, grouping="two")
+    three = problem.losses(model, points, grouping="three")
+    sq = {k: (v ** 2).sum(1) for k, v in res.items()}
+    assert torch.allclose(two.tasks[0], sq["burgers"].mean())
+    # the pool is ONE mean over the union of the points, not a sum of means
+    pooled = torch.cat([sq["walls"], sq["ic"]]).mean()
+    assert torch.allclose(two.tasks[1], pooled)
+    assert not torch.allclose(two.tasks[1], sq["walls"].mean() + sq["ic"].mean())
+    assert torch.allclose(three.tasks, torch.stack([sq["burgers"].mean(), sq["walls"].mean(), sq["ic"].mean()]))
+    assert set(two.conditions) == {"burgers", "walls", "ic"}
+    assert [len(s.x) for s in points.sets] == [10000, 250, 250]
+
+
+def test_weights_and_summed_entries():
+    problem = pinnspec.compile(ROOT / "examples" / "poisson2d_mixed" / "poisson2d_mixed.pinn")
+    model = small_model(problem)
+    points = problem.sample(0, dtype=torch.float64)
+    c = problem.losses(model, points, grouping="two").conditions
+    two = problem.losses(model, points, grouping="two").tasks
+    split = problem.losses(model, points, grouping="split").tasks
+    assert torch.allclose(two[1], 2 * c["dir"] + c["neu"] + c["robin"])
+    assert torch.allclose(split[1], c["dir"] + c["neu"])
+
+
+def test_multi_component_condition_sums_component_means():
+    problem = pinnspec.compile(ROOT / "specs" / "kovasznay.pinn")
+    model = small_model(problem)
+    points = problem.sample(0, dtype=torch.float64)
+    r = problem.residuals(model, points)["bc"]
+    assert r.shape == (1000, 3)
+    c = problem.losses(model, points).conditions["bc"]
+    assert torch.allclose(c, sum((r[:, j] ** 2).mean() for j in range(3)))
+
+
+def test_equations_of_a_system_share_one_point_set():
+    problem = pinnspec.compile(ROOT / "specs" / "kovasznay.pinn")
+    assert [s.conditions for s in problem.point_plan.sets] == [("momx", "momy", "cont"), ("bc",)]
+
+
+@pytest.mark.parametrize("spec,calls", [("burgers", 2), ("schrodinger", 4), ("poisson5d", 6), ("beltrami", 13)])
+def test_each_derivative_is_computed_once(spec, calls, monkeypatch):
+    problem = pinnspec.compile(ROOT / "specs" / f"{spec}.pinn")
+    counted = []
+    real = torch.autograd.grad
+
+    def counting(*args, **kwargs):
+        counted.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch.autograd, "grad", counting)
+    model = small_model(problem)
+    points = problem.sample(0, dtype=torch.float64)
+    problem.losses(model, points)
+    periodic = sum(2 * problem.plans[s.index].n_grad_calls for s in problem.point_plan.sets
+                   if type(s.region).__name__ == "PeriodicPairs")
+    interior = problem.plans[0].n_grad_calls
+    assert interior == calls
+    assert len(counted) == sum(p.n_grad_calls for p in problem.plans.values()) + periodic - sum(
+        problem.plans[s.index].n_grad_calls for s in problem.point_plan.sets
+        if type(s.region).__name__ == "PeriodicPairs")
+
+
+def test_gradcheck_of_a_residual_loss_wrt_weights():
+    problem = pinnspec.compile(ROOT / "specs" / "burgers.pinn")
+    model = small_model(problem)
+    points = problem.sample(0, dtype=torch.float64)
+    points.sets[0].x = points.sets[0].x[:20].detach().requires_grad_(True)
+    names = [n for n, _ in model.named_parameters()]
+    base = [p.detach().clone() for p in model.parameters()]
+
+    def loss_of(*weights):
+        state = dict(zip(names, weights))
+        out = torch.func.functional_call(model, state, (points.sets[0].x,))
+        values = problem.plans[0].evaluate(out, points.sets[0].x)
+        k = problem.condition_kernels["burgers"].kernels[0]
+        args = [values[i.key] if i.kind == "value" else points.sets[0].x[:, i.key] for i in k.inputs]
+        (r,) = k.fn(*args)
+        return (r ** 2).mean()
+
+    inputs = tuple(b.requires_grad_(True) for b in base)
+    assert torch.autograd.gradcheck(loss_of, inputs, eps=1e-6, atol=1e-6)
+
+
+def test_param_gradients_flow():
+    problem = pinnspec.compile(ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn")
+    model = small_model(problem, dtype=torch.float32)
+    params = problem.init_params()
+    losses = problem.losses(model, problem.sample(0), params)
+    losses.tasks.sum().backward()
+    assert params["k"].grad is not None and params["k"].grad.abs() > 0
+
+
+def test_sampling_is_pure_in_seed_and_epoch():
+    problem = pinnspec.compile(ROOT / "specs" / "burgers.pinn")
+    a, b, c = problem.sample(5), problem.sample(5), problem.sample(6)
+    assert torch.equal(a.sets[0].x, b.sets[0].x)
+    assert not torch.equal(a.sets[0].x, c.sets[0].x)
+    assert not torch.equal(a.sets[0].x, problem.sample(5, seed=1).sets[0].x)
+
+
+@pytest.mark.parametrize("name", EXACT_SPECS)
+def test_verify_passes_on_specs_with_an_exact_solution(name, capsys):
+    assert main(["verify", str(ROOT / "specs" / f"{name}.pinn")]) == 0
+    assert "FAIL" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", EXACT_EXAMPLES)
+def test_verify_passes_on_examples(name):
+    checks = verify(pinnspec.compile(ROOT / "examples" / name / f"{name}.pinn"))
+    assert all(c.passed and c.judged for c in checks), [(c.name, c.relative) for c in checks]
+
+
+def test_verify_inverse_problem_needs_the_param_value():
+    problem = pinnspec.compile(ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn")
+    unjudged = {c.name: c for c in verify(problem)}
+    assert not unjudged["heat"].judged and "--param k=" in unjudged["heat"].note
+    judged = verify(problem, params={"k": 0.1})
+    assert all(c.passed and c.judged for c in judged)
+    assert not all(c.passed for c in verify(problem, params={"k": 0.2}))
+
+
+PLANTED = [
+    # spec, text replaced, replacement, the condition that must be named
+    ("kovasznay", "p_x - nu*(u_xx", "p_x + nu*(u_xx", "momx"),
+    ("kovasznay", "u_x + v_y = 0", "u_x - v_y = 0", "cont"),
+    ("heat_ms", "u_t - cx*u_xx - cy*u_yy", "u_t - cx*u_xx - 1.001*cy*u_yy", "heat"),
+    ("beltrami", "w_t + u*w_x", "w_t - u*w_x", "momz"),
+    ("beltrami", "initial  ic: u = ustar", "initial  ic: u = -ustar", "ic"),
+    ("poisson5d", "lap(u) + f = 0", "lap(u) - f = 0", "poisson"),
+    ("poisson5d", "boundary bc on boundary: u = ustar", "boundary bc on boundary: u = 1.01*ustar", "bc"),
+]
+
+
+@pytest.mark.parametrize("spec,old,new,condition", PLANTED)
+def test_verify_names_a_planted_error(spec, old, new, condition, tmp_path, capsys):
+    lines = (ROOT / "specs" / f"{spec}.pinn").read_text().splitlines()
+    # plant the error in the statement, not in a comment that quotes it
+    (i,) = [i for i, line in enumerate(lines) if old in line.split("#")[0]][:1]
+    lines[i] = lines[i].replace(old, new)
+    bad = tmp_path / f"{spec}.pinn"
+    bad.write_text("\n".join(lines) + "\n")
+    assert main(["verify", str(bad)]) == 1
+    captured = capsys.readouterr()
+    assert f"'{condition}'" in captured.err
+    failed = [line.split()[0] for line in captured.out.splitlines() if line.endswith("FAIL")]
+    assert failed == [condition]
+
+
+def test_verify_without_exact_is_a_user_error(capsys):
+    assert main(["verify", str(ROOT / "specs" / "burgers.pinn")]) == 1
+    assert "has no 'exact' solution" in capsys.readouterr().err
+
+
+def test_show_plan_and_kernel(capsys):
+    burgers = str(ROOT / "specs" / "burgers.pinn")
+    assert main(["show", burgers, "--stage", "plan"]) == 0
+    assert "grad(u) -> u_x, u_t" in capsys.readouterr().out
+    assert main(["show", burgers, "--stage", "kernel"]) == 0
+    out = capsys.readouterr().out
+    assert "def residual_burgers(u, u_x, u_xx, u_t):" in out
+    assert "(-0.0031830988618379067)*u_xx" in out
+
+
+def test_reference_of_each_kind():
+    burgers = pinnspec.compile(ROOT / "specs" / "burgers.pinn")
+    test = burgers.test_points()
+    assert test.shape == (25600, 2) and np.isclose(test[:, 1].max(), 0.99)
+    values = burgers.reference(torch.tensor(test))
+    assert values.shape == (25600, 1) and torch.allclose(values[:256, 0], -torch.sin(np.pi * torch.tensor(test[:256, 0])))
+    nls = pinnspec.compile(ROOT / "specs" / "schrodinger.pinn")
+    assert nls.test_points().shape == (256 * 201, 2)
+    ic = nls.reference(torch.tensor([[0.5, 0.0]], dtype=torch.float64))
+    assert torch.allclose(ic, torch.tensor([[2 / np.cosh(0.5), 0.0]], dtype=torch.float64), atol=1e-6)
+    kov = pinnspec.compile(ROOT / "specs" / "kovasznay.pinn")
+    x = torch.tensor(kov.validation_points())
+    lam = 20 - np.sqrt(400 + 4 * np.pi ** 2)
+    u = 1 - torch.exp(lam * x[:, 0]) * torch.cos(2 * np.pi * x[:, 1])
+    assert torch.allclose(kov.reference(x)[:, 0], u)
+    assert kov.test_points().shape == (10000, 2)
+    p5 = pinnspec.compile(ROOT / "specs" / "poisson5d.pinn")
+    assert p5.test_points().shape == (8 ** 5, 5)
+
+
+def test_file_reference(tmp_path):
+    xs = np.linspace(0, 1, 11)
+    np.savez(tmp_path / "ref.npz", x=xs, u=np.sin(xs))
+    (tmp_path / "s.pinn").write_text('problem s\nspace x in [0, 1]\nfield u\nequation pde: u_xx + u = 0\n'
+                                     'reference "ref.npz"\n')
+    problem = pinnspec.compile(tmp_path / "s.pinn")
+    test = problem.test_points()
+    assert test.shape == (11, 1)
+    assert torch.allclose(problem.reference(torch.tensor(test))[:, 0], torch.tensor(np.sin(xs)))
+
+
+def test_plugin_function_and_reference_through_entry_points(tmp_path):
+    """A tiny third-party package registers an expression function (with its
+    SymPy derivative and torch implementation) and a reference generator."""
+    site = tmp_path / "site"
+    pkg = site / "myplugin"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "import numpy as np, sympy, torch\n"
+        "from pinnspec.registry import FUNCTIONS, REFERENCES\n"
+        "class cube(sympy.Function):\n"
+        "    nargs = 1\n"
+        "    torch_impl = staticmethod(lambda x: x**3)\n"
+        "    def fdiff(self, argindex=1):\n"
+        "        return 3*self.args[0]**2\n"
+        "class SinRef:\n"
+        "    fields = ('u',)\n"
+        "    coordinates = ('x',)\n"
+        "    def __init__(self, k=1.0): self.k = k\n"
+        "    def __call__(self, pts): return np.sin(self.k*pts[:, :1])\n"
+        "    def grid(self): return np.linspace(0, 1, 5)[:, None]\n"
+        "def register():\n"
+        "    FUNCTIONS.add('cube', cube, replace=True)\n"
+        "    REFERENCES.add('sinref', lambda k=1.0: SinRef(k), replace=True)\n")
+    dist = site / "myplugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myplugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[pinnspec]\nmyplugin = myplugin:register\n")
+    spec = tmp_path / "plug.pinn"
+    spec.write_text("problem plug\nspace x in [0, 1]\nfield u\nequation pde: d(cube(u), x) = x\n"
+                    "reference sinref(k = 2)\n")
+    code = ("import torch, pinnspec\n"
+            f"p = pinnspec.compile({str(spec)!r})\n"
+            "print(p.kernel_source)\n"
+            "print(p.reference(torch.tensor([[0.25]])).item())\n"
+            "print(p.test_points().shape)\n")
+    env = {"PYTHONPATH": f"{site}:{ROOT}", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "fn_cube" not in out.stdout  # d(cube(u), x) became 3*u**2*u_x through the SymPy derivative
+    assert "3*u**2*u_x - x" in out.stdout
+    assert "0.4794255" in out.stdout  # sin(2 * 0.25)
+    assert "(5, 1)" in out.stdout
+    # the function's torch implementation is used when the residual keeps it
+    spec.write_text("problem plug\nspace x in [0, 1]\nfield u\nequation pde: cube(u) = x\n")
+    out = subprocess.run([sys.executable, "-c", code.replace("print(p.reference(torch.tensor([[0.25]])).item())\n", "")
+                          .replace("print(p.test_points().shape)\n", "")
+                          + "m = lambda x: x\nprint(p.residuals(m, p.sample(0))['pde'][:2])\n"],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "fn_cube(u)" in out.stdout

@@ -1,0 +1,150 @@
+"""Region point sets, face counts, grids and boxes."""
+
+import numpy as np
+import pytest
+
+from pinnspec import ir
+from pinnspec.sampling import PointSet, box_points, face_counts, grid_points, sample_region
+
+X = ir.Coordinate("x", -1.0, 2.0)
+Y = ir.Coordinate("y", 0.0, 1.0)
+Z = ir.Coordinate("z", 10.0, 14.0)
+T = ir.Coordinate("t", 0.0, 0.5, is_time=True)
+SAMPLERS = ["lhs", "uniform", "sobol", "halton", "grid"]
+
+
+def faces(*specs):
+    coords = {c.name: c for c in (X, Y, Z)}
+    out = []
+    for name, side in specs:
+        c = coords[name]
+        out.append(ir.Face(name, side, c.lo if side == "lo" else c.hi))
+    return ir.FaceRegion(tuple(out))
+
+
+def in_box(x, coords):
+    return all(np.all((x[:, i] >= c.lo) & (x[:, i] <= c.hi)) for i, c in enumerate(coords))
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_interior_fills_the_box(sampler):
+    coords = (X, Y, T)
+    ps = sample_region(ir.Interior(), coords, 125, sampler, np.random.default_rng(0))
+    assert isinstance(ps, PointSet) and ps.face_slices is None and ps.partner is None
+    assert ps.x.shape == (125, 3) and ps.x.dtype == np.float64 and in_box(ps.x, coords)
+    for i, c in enumerate(coords):  # spread over the whole range of each coordinate
+        assert ps.x[:, i].min() < c.lo + 0.2 * (c.hi - c.lo) and ps.x[:, i].max() > c.hi - 0.2 * (c.hi - c.lo)
+
+
+def test_lhs_interior_is_stratified_in_the_box():
+    ps = sample_region(ir.Interior(), (X, T), 200, "lhs", np.random.default_rng(3))
+    for i, c in enumerate((X, T)):
+        assert sorted(np.floor((ps.x[:, i] - c.lo) / (c.hi - c.lo) * 200).astype(int)) == list(range(200))
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_face_points_lie_exactly_on_their_face(sampler):
+    coords = (X, Y, Z, T)
+    region = faces(("x", "lo"), ("x", "hi"), ("y", "lo"), ("z", "hi"))
+    ps = sample_region(region, coords, 400, sampler, np.random.default_rng(1))
+    assert len(ps.face_slices) == 4 and ps.partner is None
+    assert ps.face_slices[0].start == 0 and ps.face_slices[-1].stop == len(ps.x)
+    for a, b in zip(ps.face_slices, ps.face_slices[1:]):
+        assert a.stop == b.start
+    names = [c.name for c in coords]
+    for face, sl in zip(region.faces, ps.face_slices):
+        rows = ps.x[sl]
+        assert np.all(rows[:, names.index(face.coordinate)] == face.value)
+        assert in_box(rows, coords)
+    if sampler != "grid":
+        assert [sl.stop - sl.start for sl in ps.face_slices] == face_counts(region, coords, 400)
+
+
+def test_face_counts_follow_the_measure_and_add_up():
+    coords = (X, Y, Z, T)  # extents 3, 1, 4 (time does not count)
+    region = faces(("x", "lo"), ("x", "hi"), ("y", "lo"), ("y", "hi"), ("z", "lo"), ("z", "hi"))
+    # measures: x-faces 1*4 = 4, y-faces 3*4 = 12, z-faces 3*1 = 3; total 38
+    for n in (38, 100, 1000, 7, 1, 0):
+        counts = face_counts(region, coords, n)
+        assert sum(counts) == n
+        quota = n * np.array([4, 4, 12, 12, 3, 3]) / 38
+        assert np.all(np.abs(np.array(counts) - quota) < 1)
+    assert face_counts(region, coords, 38) == [4, 4, 12, 12, 3, 3]
+    # largest remainder: 100*(4, 4, 12, 12, 3, 3)/38 = 10.53, 10.53, 31.58, 31.58, 7.89, 7.89
+    assert face_counts(region, coords, 100) == [10, 10, 32, 32, 8, 8]
+
+
+def test_kovasznay_like_face_split():
+    coords = (ir.Coordinate("x", -0.5, 1.0), ir.Coordinate("y", -0.5, 1.5))
+    region = ir.FaceRegion((ir.Face("x", "lo", -0.5), ir.Face("x", "hi", 1.0),
+                            ir.Face("y", "lo", -0.5), ir.Face("y", "hi", 1.5)))
+    assert face_counts(region, coords, 1000) == [286, 286, 214, 214]
+
+
+def test_one_dimensional_space_faces_share_equally():
+    region = faces(("x", "lo"), ("x", "hi"))
+    assert face_counts(region, (X, T), 251) == [126, 125]
+    ps = sample_region(region, (X, T), 250, "lhs", np.random.default_rng(0))
+    assert [sl.stop - sl.start for sl in ps.face_slices] == [125, 125]
+    assert np.all(ps.x[:125, 0] == -1.0) and np.all(ps.x[125:, 0] == 2.0)
+    # steady 1-D problem: a face is a single point
+    ps = sample_region(region, (X,), 10, "lhs", np.random.default_rng(0))
+    np.testing.assert_array_equal(ps.x[:, 0], [-1.0] * 5 + [2.0] * 5)
+
+
+def test_initial_slice_and_ode_initial_point():
+    ps = sample_region(ir.InitialSlice("t", 0.0), (X, Y, T), 50, "sobol", np.random.default_rng(0))
+    assert ps.x.shape == (50, 3) and np.all(ps.x[:, 2] == 0.0) and in_box(ps.x, (X, Y, T))
+    assert len(np.unique(ps.x[:, 0])) == 50
+    T2 = ir.Coordinate("t", 1.5, 3.0, is_time=True)
+    for sampler in SAMPLERS:
+        ps = sample_region(ir.InitialSlice("t", 1.5), (T2,), 3, sampler, np.random.default_rng(0))
+        np.testing.assert_array_equal(ps.x, [[1.5], [1.5], [1.5]])
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_periodic_pairs_match_in_every_other_coordinate(sampler):
+    coords = (X, Y, T)
+    region = ir.PeriodicPairs("y", 0.0, 1.0)
+    ps = sample_region(region, coords, 64, sampler, np.random.default_rng(2))
+    assert ps.partner.shape == ps.x.shape == (64, 3)
+    assert np.all(ps.x[:, 1] == 0.0) and np.all(ps.partner[:, 1] == 1.0)
+    np.testing.assert_array_equal(ps.x[:, [0, 2]], ps.partner[:, [0, 2]])
+    assert in_box(ps.x, coords) and in_box(ps.partner, coords)
+
+
+def test_bad_regions_are_refused():
+    with pytest.raises(ValueError, match="'w'"):
+        sample_region(ir.PeriodicPairs("w", 0, 1), (X, T), 5, "lhs", np.random.default_rng(0))
+    with pytest.raises(ValueError, match="read from the file"):
+        sample_region(ir.DataPoints("obs.csv", ("u",)), (X, T), 5, "lhs", np.random.default_rng(0))
+    with pytest.raises(ValueError, match="whole number"):
+        sample_region(ir.Interior(), (X, T), -3, "lhs", np.random.default_rng(0))
+
+    def bad(n, k, rng):
+        return np.zeros((n, k + 1))
+
+    with pytest.raises(ValueError, match="shape"):
+        sample_region(ir.Interior(), (X, T), 5, bad, np.random.default_rng(0))
+
+
+def test_grid_points_inclusive_last_coordinate_fastest():
+    g = grid_points((X, T), (4, 3))
+    assert g.shape == (12, 2)
+    np.testing.assert_allclose(g[:3], [[-1, 0], [-1, 0.25], [-1, 0.5]])
+    np.testing.assert_allclose(np.unique(g[:, 0]), [-1, 0, 1, 2])
+    np.testing.assert_allclose(g[-1], [2, 0.5])
+    i, j = 2, 1
+    np.testing.assert_allclose(g[i * 3 + j], [1, 0.25])
+    assert grid_points((X, Y, T), (2, 2, 2)).shape == (8, 3)
+    with pytest.raises(ValueError, match="one count per coordinate"):
+        grid_points((X, T), (4,))
+
+
+def test_box_points_are_lhs_in_the_box_and_seeded():
+    coords = (X, Y, Z, T)
+    a = box_points(coords, 500, np.random.default_rng(5))
+    assert a.shape == (500, 4) and in_box(a, coords)
+    for i, c in enumerate(coords):
+        assert sorted(np.floor((a[:, i] - c.lo) / (c.hi - c.lo) * 500).astype(int)) == list(range(500))
+    np.testing.assert_array_equal(box_points(coords, 50, 7), box_points(coords, 50, 7))
