@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 
 __version__ = "0.1.0"
-__all__ = ["Spec", "SpecError", "load", "loads", "compile", "__version__"]
+__all__ = ["Spec", "SpecError", "load", "loads", "compile", "train", "__version__"]
 
 
 def compile(spec):  # noqa: A001  (the public name of the stage)
@@ -24,7 +24,15 @@ def compile(spec):  # noqa: A001  (the public name of the stage)
     return compile_spec(spec)
 
 
-_LAZY_SUBMODULES = {"surgery", "optim", "align", "references", "sampling", "models", "compiler", "ir", "catalog",
+
+def train(spec, **kwargs):
+    """Train a spec; see :func:`pinnspec.engine.train` (returns a :class:`pinnspec.engine.Result`)."""
+    from .engine import train as _train
+
+    return _train(spec, **kwargs)
+
+
+_LAZY_SUBMODULES = {"surgery", "optim", "align", "references", "sampling", "models", "compiler", "engine", "ir", "catalog",
                     "registry", "lang", "cli"}
 _LANG_NAMES = {"Spec", "SpecError", "load", "loads"}
 

@@ -88,7 +88,7 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     "seed": ("int", 0),
     "device": ("choice:auto|cpu|cuda", "auto"),
     "dtype": ("choice:float32|float64", "float32"),
-    "depth": ("int", None),  # shorthand for model depth, recorded with the run
+    "checkpoint_every": ("int", 1000),
 }
 
 #: What a spec without the statement gets.

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pinnspec.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,3 +82,43 @@ def test_internal_error_exits_2(monkeypatch, capsys):
     monkeypatch.setattr(cli, "load", boom)
     assert main(["check", SPECS[0]]) == 2
     assert "internal error" in capsys.readouterr().err
+
+
+TINY = str(ROOT / "tests" / "engine" / "data" / "tiny.pinn")
+
+
+def test_train_eval_and_summary(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", TINY, "--epochs", "20", "--out", str(out), "--quiet", "--align", "gua",
+                 "--set", "surgery=config"]) == 0
+    text = capsys.readouterr().out
+    assert "tiny: completed after 20/20 epochs" in text and "R_p 0.0%" in text
+    for name in ("result.json", "history.csv", "checkpoint.pt", "config.pinn", "predictions.npz"):
+        assert (out / name).exists()
+    assert "surgery config" in (out / "config.pinn").read_text()
+    assert main(["eval", str(out)]) == 0
+    assert capsys.readouterr().out.count("(matches result.json)") == 2
+
+
+def test_train_bad_override_is_a_located_user_error(capsys):
+    assert main(["train", TINY, "--set", "optimizer=adma", "--epochs", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown optimizer 'adma'; did you mean 'adam'?" in err and "Traceback" not in err
+    assert main(["train", TINY, "--set", "epoch=3"]) == 1
+    assert "did you mean 'epochs'?" in capsys.readouterr().err
+    assert main(["train", TINY, "--set", "nonsense"]) == 1
+    assert "KEY=VALUE" in capsys.readouterr().err
+
+
+def test_train_bad_spec_exits_1(tmp_path, capsys):
+    bad = tmp_path / "bad.pinn"
+    bad.write_text("problem p\nspace x in [0, 1]\nfield u\nequation pde: u_xx = w\n")
+    assert main(["train", str(bad)]) == 1
+    assert "unknown field 'w'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["eval"], ["plot"], ["train", "--resume"]])
+def test_missing_run_dir_is_a_user_error(command, tmp_path, capsys):
+    assert main([*command, str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err

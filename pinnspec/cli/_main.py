@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 
@@ -96,6 +97,109 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER, f"{self.prog}: error: {message}\n")
 
 
+def _default_run_dir(problem: str) -> str:
+    import time
+
+    base = os.path.join("runs", f"{problem}-{time.strftime('%Y%m%d-%H%M%S')}")
+    path, i = base, 1
+    while os.path.exists(path):
+        i += 1
+        path = f"{base}-{i}"
+    return path
+
+
+def _summary(result) -> str:
+    rates = result.rates
+    fmt = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
+    best = "-" if result.rel_l2 is None else f"{result.rel_l2:.3e}"
+    final = "-" if result.rel_l2_final is None else f"{result.rel_l2_final:.3e}"
+    lines = [
+        f"{result.problem}: {result.status} after {result.epochs_done}/{result.epochs} epochs "
+        f"in {result.train_time_s:.1f} s on {result.device}",
+        f"  test rel-L2 {best} (best validation, epoch {result.best_epoch}), final {final}",
+        f"  conflict rates R_g {fmt(rates['R_g'])} -> R_a {fmt(rates['R_a'])} -> R_u {fmt(rates['R_u'])}"
+        f" -> R_p {fmt(rates['R_p'])}",
+    ]
+    if result.params:
+        lines.append("  params " + ", ".join(f"{k} = {v:.6g}" for k, v in result.params.items()))
+    if result.run_dir:
+        lines.append(f"  written to {result.run_dir}")
+    return "\n".join(lines)
+
+
+def _cmd_train(args) -> int:
+    from ..engine import Trainer, resume
+    from ..lang._overrides import apply_overrides
+
+    log = (lambda line: print(line, file=sys.stderr)) if args.quiet else None
+    if args.resume:
+        if args.file or args.set_values or any(getattr(args, k) is not None for k in _TRAIN_FLAGS):
+            raise UserError("--resume continues a run exactly as it was configured: give no FILE or overrides")
+        if not os.path.isfile(os.path.join(args.resume, "checkpoint.pt")):
+            raise UserError(f"{args.resume}: error: no checkpoint.pt here (is it a run directory?)")
+        result = resume(args.resume, progress=not args.quiet, log=log)
+    else:
+        if not args.file:
+            raise UserError("train needs a FILE (or --resume RUN_DIR)")
+        overrides = {k: getattr(args, k) for k in _TRAIN_FLAGS}
+        for item in args.set_values:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise UserError(f"--set expects KEY=VALUE, got '{item}'")
+            overrides[key.strip()] = value.strip()
+        spec = apply_overrides(_load(args.file), overrides)
+        out = args.out or _default_run_dir(spec.ir.name)
+        try:
+            trainer = Trainer(spec, out, progress=not args.quiet, log=log)
+        except ValueError as err:
+            raise UserError(f"{args.file}: error: {err}") from None
+        result = trainer.run()
+    print(_summary(result))
+    if result.status == "diverged":
+        print(f"error: {result.message} (the last good checkpoint is kept in {result.run_dir})", file=sys.stderr)
+        return EXIT_USER
+    return 130 if result.status == "interrupted" else EXIT_OK
+
+
+_TRAIN_FLAGS = ("epochs", "surgery", "optimizer", "align", "grouping", "seed", "device", "dtype")
+
+
+def _cmd_eval(args) -> int:
+    import torch
+
+    from ..engine import Trainer
+    from ..engine._artifacts import read_json
+
+    run = args.run_dir
+    if not os.path.isfile(os.path.join(run, "checkpoint.pt")):
+        raise UserError(f"{run}: error: no checkpoint.pt here (is it a run directory?)")
+    spec = load(os.path.join(run, "config.pinn"))
+    trainer = Trainer(spec, None, device_override=args.device)
+    trainer.load_state_dict(torch.load(os.path.join(run, "checkpoint.pt"), weights_only=False,
+                                       map_location=trainer.device))
+    result = trainer.result()
+    saved = read_json(os.path.join(run, "result.json")) if os.path.isfile(os.path.join(run, "result.json")) else {}
+    print(f"{run}: re-tested on {len(trainer.test_points)} test points ({trainer.device})")
+    for key, label in (("rel_l2", "best validation checkpoint"), ("rel_l2_final", "final model")):
+        value = getattr(result, key)
+        before = saved.get(key)
+        same = "" if before is None or value is None else (" (matches result.json)" if abs(value - before) <= 1e-6 * max(abs(before), 1e-30) else f" (result.json: {before:.6e})")
+        print(f"  test rel-L2, {label}: {'-' if value is None else f'{value:.6e}'}{same}")
+    return EXIT_OK
+
+
+def _cmd_plot(args) -> int:
+    from ..plots import plot_run
+
+    try:
+        paths = plot_run(args.run_dir)
+    except ValueError as err:
+        raise UserError(f"{args.run_dir}: error: {err}") from None
+    for path in paths:
+        print(path)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pinnspec",
@@ -126,6 +230,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rtol", type=float, default=1e-6,
                    help="tolerance relative to the condition's scale (default 1e-6)")
     p.set_defaults(run=_cmd_verify)
+
+    p = sub.add_parser("train", help="train a spec (flags override the spec's training statements)")
+    p.add_argument("file", metavar="FILE", nargs="?")
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--surgery", metavar="NAME|CALL", help="e.g. config, pcgrad, 'cagrad(c = 0.4)', none")
+    p.add_argument("--optimizer", metavar="CALL", help="e.g. adam, 'adam(lr = 2e-3)', sgd, soap")
+    p.add_argument("--align", metavar="CALL|none", help="e.g. gua, 'gua(metric = euclidean)', none")
+    p.add_argument("--grouping", metavar="NAME", help="a grouping of the spec, e.g. two or three")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--dtype", choices=["float32", "float64"])
+    p.add_argument("--out", metavar="DIR", help="run directory (default: a fresh folder under runs/)")
+    p.add_argument("--set", dest="set_values", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any training statement or train setting, e.g. --set optimizer='adam(lr = 1e-3)' "
+                        "--set validate='test every 100' --set checkpoint_every=500")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
+    p.add_argument("--quiet", action="store_true", help="log lines instead of a progress bar")
+    p.set_defaults(run=_cmd_train)
+
+    p = sub.add_parser("eval", help="re-test a saved run (best-validation and final model)")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    p.set_defaults(run=_cmd_eval)
+
+    p = sub.add_parser("plot", help="loss curves, conflict rates, prediction vs reference (PNG)")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.set_defaults(run=_cmd_plot)
     return parser
 
 

@@ -44,9 +44,14 @@ class Points:
 
 @dataclass
 class Losses:
-    tasks: torch.Tensor  # [m], in grouping order
+    task_list: list[torch.Tensor]  # m scalars, in grouping order (differentiate these one by one:
+    #                                a row of a stacked tensor back-propagates zeros through every task)
     conditions: dict[str, torch.Tensor]  # condition -> scalar loss (its own mean)
     grouping: str
+
+    @property
+    def tasks(self) -> torch.Tensor:  # [m]
+        return torch.stack(self.task_list)
 
 
 @dataclass(frozen=True)
@@ -191,7 +196,7 @@ class CompiledProblem:
                     value = conditions[atom.condition]
                 total = total + weight * value
             tasks.append(total)
-        return Losses(torch.stack(tasks), conditions, g.name)
+        return Losses(tasks, conditions, g.name)
 
     # ================================================================== reference
     def exact(self, x: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,15 @@ class Span:
     def __str__(self) -> str:
         return f"{self.line}:{self.column}"
 
+    def text(self, source: str) -> str:
+        """The source text under the span (lines joined by one space)."""
+        lines = source.splitlines()
+        if self.line == self.end_line:
+            return lines[self.line - 1][self.column - 1: self.end_column - 1]
+        parts = [lines[self.line - 1][self.column - 1:]] + lines[self.line: self.end_line - 1]
+        parts.append(lines[self.end_line - 1][: self.end_column - 1])
+        return " ".join(p.strip() for p in parts)
+
 
 class Node:
     """Base of every tree node (each is a frozen dataclass with a ``span``)."""

@@ -545,7 +545,7 @@ class Lowering:
                     continue
                 terms.extend((w * wi, atom) for wi, atom in expanded)
             tasks.append(ir.WeightedSum(_combine(terms)))
-            labels.append(_source_text(self.tree.source, entry.span))
+            labels.append(entry.span.text(self.tree.source))
         if ok and self.declared.get(st.name.name, (None, None))[1] == st.name.span:
             self.groupings[st.name.name] = ir.Grouping(st.name.name, tuple(tasks), tuple(labels))
 
@@ -841,16 +841,6 @@ def _combine(terms: list[tuple[float, ir.Atom]]) -> tuple[tuple[float, ir.Atom],
     for w, atom in terms:
         merged[atom] = merged.get(atom, 0.0) + w
     return tuple((w, atom) for atom, w in merged.items())
-
-
-def _source_text(source: str, span: A.Span) -> str:
-    lines = source.splitlines()
-    if span.line == span.end_line:
-        return lines[span.line - 1][span.column - 1: span.end_column - 1]
-    parts = [lines[span.line - 1][span.column - 1:]]
-    parts += lines[span.line: span.end_line - 1]
-    parts.append(lines[span.end_line - 1][: span.end_column - 1])
-    return " ".join(p.strip() for p in parts)
 
 
 def lower(tree: A.SpecFile, base_dir: str) -> tuple[ir.Problem | None, Collector]:

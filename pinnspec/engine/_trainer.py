@@ -1,0 +1,435 @@
+"""The training engine: DESIGN.md §1, one epoch at a time.
+
+Sign convention (the paper's, written once): the loss-specific gradients
+g_i, the constructed direction a, the optimizer proposal u and the aligned
+update p all point UPHILL, like ``.grad``.  The engine applies
+
+    theta <- theta - eta_t * p
+
+and that line (:meth:`Trainer._apply`) is the only place parameters change.
+
+Every epoch:
+    points = sample(epoch)                   fresh per resample block, pure in (seed, epoch)
+    L      = losses of the grouping           [m]
+    G      = loss-specific gradients          [m, p]  (m backward passes over one graph)
+    a      = surgery(G)                        [p]
+    u, s~  = optimizer.propose(a, s)           [p]  (no learning rate, nothing applied)
+    p, s   = align(u, G, s~)                   [p]  (GUA projection + state alignment)
+    theta -= eta_t p
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import __version__
+from .._malloc import tune_allocator
+from .. import models, optim, surgery  # noqa: F401  (register the built-in names)
+from ..align import conflicts
+from ..compiler import compile_spec
+from ..optim import hutchinson_diagonal
+from ..registry import ALIGN, MODELS, OPTIMIZERS, SCHEDULES, SURGERY
+from . import _artifacts as files
+from . import _schedule  # noqa: F401  (registers the schedules)
+from ._gradients import loss_gradients
+
+EVAL_BATCH = 65_536
+
+
+@dataclass
+class Result:
+    """What a run produced (``result.json`` holds the same fields)."""
+
+    problem: str
+    surgery: str
+    optimizer: str
+    align: str
+    grouping: str
+    seed: int
+    epochs: int
+    epochs_done: int
+    status: str  # "completed" | "diverged" | "interrupted" | "running"
+    rel_l2: float | None  # test rel-L2 at the best-validation checkpoint
+    rel_l2_final: float | None  # test rel-L2 at the end
+    best_epoch: int | None
+    best_validation: float | None
+    validation: str  # "points" (separate validation points) | "test" (selects on the test set)
+    rates: dict[str, float | None]
+    projected_fraction: float | None
+    train_time_s: float
+    peak_memory_mb: float
+    device: str
+    dtype: str
+    params: dict[str, float]
+    model: str
+    tasks: list[str]
+    message: str = ""
+    allocator: dict = field(default_factory=dict)
+    version: str = __version__
+    run_dir: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Best:
+    validation: float = math.inf
+    epoch: int | None = None
+    model: dict | None = None
+    params: dict | None = None
+
+
+@dataclass
+class _Counters:
+    counted: int = 0
+    conflicts: dict[str, int] = field(default_factory=lambda: {"R_g": 0, "R_a": 0, "R_u": 0, "R_p": 0})
+    projected: int = 0
+
+
+class TrainingDiverged(RuntimeError):
+    pass
+
+
+def resolve_device(device: str | None) -> torch.device:
+    device = device or "auto"
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device cuda was asked for, but torch sees no CUDA device (use --device cpu or auto)")
+    return torch.device(device)
+
+
+class Trainer:
+    """Trains one checked spec; writes its run directory when ``out`` is given."""
+
+    def __init__(self, spec, out: str | None = None, *, progress: bool = False, log=None,
+                 device_override: str | None = None):
+        """``progress``: a tqdm bar; ``log``: a callable that gets one line per
+        validation and the closing message (``--quiet`` logs instead of the bar)."""
+        self.allocator = tune_allocator()
+        self.spec = spec
+        self.out = out
+        self.progress = progress
+        self.log = log
+        p = spec.ir
+        t = p.training
+        options = t.options
+        self.epochs = int(options.get("epochs", 1000))
+        self.seed = int(options.get("seed", 0))
+        self.checkpoint_every = int(options.get("checkpoint_every", 1000))
+        self.device = resolve_device(device_override or options.get("device"))
+        self.dtype = torch.float64 if options.get("dtype") == "float64" else torch.float32
+        self.grouping = p.grouping()
+        self.problem = compile_spec(spec)
+
+        init = torch.Generator().manual_seed(self.seed)  # CPU: the same network on every device
+        self.model = MODELS.get(t.model.name)(**t.model.options).build(
+            self.problem.dim, len(p.fields), generator=init, dtype=self.dtype, device=self.device)
+        self.params = self.problem.init_params(device=self.device, dtype=self.dtype)
+        self.theta: list[torch.Tensor] = list(self.model.parameters()) + list(self.params.values())
+        self.numels = [t_.numel() for t_ in self.theta]
+        self.surgery = SURGERY.get(t.surgery.name)(**t.surgery.options)
+        self.optimizer = OPTIMIZERS.get(t.optimizer.name)(**t.optimizer.options)
+        self.alignment = ALIGN.get(t.align.name)(**t.align.options)
+        self.schedule = SCHEDULES.get(t.schedule.name)(**t.schedule.options)
+        self.aligned = t.align.name != "none"
+        self.chain_generator = torch.Generator().manual_seed(self.seed + 1)  # PCGrad orders, Hutchinson probes
+
+        m, n = self.grouping.m, sum(self.numels)
+        self.surgery_state = self.surgery.init(m, n, dtype=self.dtype, device=self.device)
+        self.optimizer_state = self.optimizer.init(self._theta_flat(), [tuple(t_.shape) for t_ in self.theta])
+        self.epoch = 0
+        self.history: list[dict] = []
+        self.validations: list[tuple[int, float]] = []
+        self.best = _Best()
+        self.counters = _Counters()
+        self.elapsed = 0.0
+        self.status = "running"
+        self.message = ""
+        self._points_block = None
+        self._points = None
+        self._stop_requested = False
+
+        self.validation_points = torch.as_tensor(self.problem.validation_points(), dtype=self.dtype, device=self.device)
+        self.validation_reference = self.problem.reference(self.validation_points).to(self.device)
+        self.test_points = torch.as_tensor(self.problem.test_points(), dtype=self.dtype, device=self.device)
+        self.test_reference = self.problem.reference(self.test_points).to(self.device)
+        self.condition_names = [c.name for c in p.conditions]
+        self.columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(m)]
+                        + [f"loss:{c}" for c in self.condition_names]
+                        + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"])
+
+    # ================================================================== the step
+    def _theta_flat(self) -> torch.Tensor:
+        return torch.cat([t.detach().reshape(-1) for t in self.theta])  # [p]
+
+    def _points_for(self, epoch: int):
+        block = self.problem.point_plan.block(epoch)
+        if block != self._points_block:
+            self._points = self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype)
+            self._points_block = block
+        return self._points
+
+    def _apply(self, lr: float, update: torch.Tensor) -> None:
+        """theta <- theta - lr * p: the only place parameters change."""
+        with torch.no_grad():
+            for t, piece in zip(self.theta, update.split(self.numels)):
+                t.add_(piece.view_as(t), alpha=-lr)
+
+    def step(self, epoch: int) -> dict:
+        points = self._points_for(epoch)
+        losses = self.problem.losses(self.model, points, self.params, self.grouping.name)
+        hessian_due = self.optimizer.hessian_due(self.optimizer_state)
+        G = loss_gradients(losses.task_list, self.theta, retain_graph=hessian_due)  # [m, p]
+        hessian = None
+        if hessian_due:
+            hessian = hutchinson_diagonal(sum(losses.task_list), self.theta, generator=self.chain_generator)
+        tasks = losses.tasks.detach()  # [m]
+        theta = self._theta_flat()
+        a, surgery_state = self.surgery(G, self.surgery_state, generator=self.chain_generator)  # [p]
+        u, tentative = self.optimizer.propose(a, self.optimizer_state, params=theta, hessian=hessian)  # [p]
+        p, optimizer_state = self.alignment.align(u, G, tentative, self.optimizer, params=theta)  # [p]
+
+        finite = torch.stack([torch.isfinite(tasks).all(), torch.isfinite(G).all(), torch.isfinite(p).all()])
+        if not bool(finite.all()):
+            raise TrainingDiverged(self._divergence_message(epoch, losses, G, p))
+
+        lr = float(self.schedule(epoch, self.epochs, self.optimizer.lr))
+        self._apply(lr, p)
+        self.surgery_state, self.optimizer_state = surgery_state, optimizer_state
+
+        row: dict[str, Any] = {"epoch": epoch, "lr": lr}
+        scalars = torch.cat([tasks.sum().reshape(1), tasks,
+                             torch.stack([losses.conditions[c].detach() for c in self.condition_names])]).tolist()
+        row["loss"] = scalars[0]
+        for i, value in enumerate(scalars[1: 1 + self.grouping.m]):
+            row[f"task{i}"] = value
+        for c, value in zip(self.condition_names, scalars[1 + self.grouping.m:]):
+            row[f"loss:{c}"] = value
+        if lr > 0:  # the zero-rate warmup step is not a diagnosed step
+            indicators = conflicts(G, a, u, p if self.aligned else None)
+            self.counters.counted += 1
+            for key, value in indicators.items():
+                if value is not None:
+                    self.counters.conflicts[key] += int(value)
+                    row[key] = int(value)
+            if self.aligned:
+                changed = bool((p - u).norm() > 0)
+                self.counters.projected += int(changed)
+                row["projected"] = int(changed)
+                u64, p64 = u.double(), p.double()
+                row["cos_pu"] = float(u64 @ p64 / (u64.norm() * p64.norm() + 1e-30))
+        return row
+
+    def _divergence_message(self, epoch, losses, G, p) -> str:
+        for i, label in enumerate(self.grouping.labels):
+            if not torch.isfinite(losses.task_list[i]):
+                bad = [c for c in self.condition_names if not torch.isfinite(losses.conditions[c])]
+                where = f" (condition {', '.join(bad)})" if bad else ""
+                value = float(losses.task_list[i])
+                return f"training diverged at epoch {epoch}: the loss of task {i} '{label}'{where} is {value}"
+        for i, label in enumerate(self.grouping.labels):
+            if not torch.isfinite(G[i]).all():
+                return f"training diverged at epoch {epoch}: the gradient of task {i} '{label}' is not finite"
+        return f"training diverged at epoch {epoch}: the update p is not finite"
+
+    # ================================================================== evaluation
+    @torch.no_grad()
+    def _predict(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.model(x[i: i + EVAL_BATCH]) for i in range(0, len(x), EVAL_BATCH)])
+
+    def rel_l2(self, x: torch.Tensor, reference: torch.Tensor) -> float:
+        """(sum_j ||u(x_j) - u*(x_j)||^2)^(1/2) / (sum_j ||u*(x_j)||^2)^(1/2)  (Appendix C.8)."""
+        error = self._predict(x).double() - reference.double()
+        return float(error.norm() / reference.double().norm())
+
+    def _validate(self, epoch: int, row: dict) -> None:
+        value = self.rel_l2(self.validation_points, self.validation_reference)
+        row["validation"] = value
+        self.validations.append((epoch, value))
+        if value < self.best.validation:
+            self.best = _Best(value, epoch, {k: v.detach().clone() for k, v in self.model.state_dict().items()},
+                              {k: v.detach().clone() for k, v in self.params.items()})
+
+    # ================================================================== run
+    def run(self) -> Result:
+        if self.out:
+            os.makedirs(self.out, exist_ok=True)
+            files.atomic_write_text(os.path.join(self.out, "config.pinn"), self.spec.source)
+        every = self.spec.ir.validation.every
+        bar = self._progress_bar()
+        previous = _install_sigint(self)
+        started = time.perf_counter() - self.elapsed
+        try:
+            for epoch in range(self.epoch, self.epochs):
+                row = self.step(epoch)
+                if (epoch + 1) % every == 0 or epoch == self.epochs - 1:
+                    self._validate(epoch, row)
+                self.history.append(row)
+                self.epoch = epoch + 1
+                self.elapsed = time.perf_counter() - started
+                if bar is not None:
+                    bar.update(1)
+                    if epoch % 10 == 0 or "validation" in row:
+                        bar.set_postfix_str(self._postfix(row), refresh=False)
+                elif "validation" in row and self.log:
+                    self.log(f"epoch {epoch + 1}/{self.epochs}: {self._postfix(row)}")
+                if self.out and self.epoch % self.checkpoint_every == 0 and self.epoch < self.epochs:
+                    self._save_checkpoint()
+                    self._write_result()
+                if self._stop_requested:
+                    self.status, self.message = "interrupted", f"interrupted after epoch {epoch}"
+                    break
+            else:
+                self.status = "completed"
+        except TrainingDiverged as err:
+            self.status, self.message = "diverged", str(err)
+            self.history.append({"epoch": self.epoch, "loss": float("nan")})
+        finally:
+            _restore_sigint(previous)
+            if bar is not None:
+                bar.close()
+        self.elapsed = time.perf_counter() - started
+        if self.out and self.status != "diverged":
+            self._save_checkpoint()  # a diverged run keeps its last good checkpoint
+        result = self._write_result()
+        if self.log and self.message:
+            self.log(self.message)
+        return result
+
+    def _postfix(self, row: dict) -> str:
+        parts = [f"loss {row['loss']:.3e}"]
+        if self.validations:
+            parts.append(f"val {self.validations[-1][1]:.3e}")
+        n = max(self.counters.counted, 1)
+        parts.append(f"R_u {self.counters.conflicts['R_u'] / n:.0%}")
+        if self.aligned:
+            parts.append(f"R_p {self.counters.conflicts['R_p'] / n:.0%}")
+        return ", ".join(parts)
+
+    def _progress_bar(self):
+        if not self.progress:
+            return None
+        from tqdm import tqdm
+
+        return tqdm(total=self.epochs, initial=self.epoch, desc=self.spec.ir.name, unit="epoch", dynamic_ncols=True)
+
+    # ================================================================== results and checkpoints
+    def _test_error(self, model_state=None, params=None) -> float | None:
+        if model_state is None:
+            return self.rel_l2(self.test_points, self.test_reference)
+        saved = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.model.load_state_dict(model_state)
+        try:
+            return self.rel_l2(self.test_points, self.test_reference)
+        finally:
+            self.model.load_state_dict(saved)
+
+    def result(self) -> Result:
+        t = self.spec.ir.training
+        n = self.counters.counted
+        rates = {k: (v / n if n else None) for k, v in self.counters.conflicts.items()}
+        if not self.aligned:
+            rates["R_p"] = None
+        final = self._test_error() if self.epoch > 0 else None
+        best = self._test_error(self.best.model) if self.best.model is not None else final
+        if self.device.type == "cuda":
+            peak = torch.cuda.max_memory_allocated(self.device) / 2**20
+        else:
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+        return Result(
+            problem=self.spec.ir.name, surgery=str(t.surgery), optimizer=str(t.optimizer), align=str(t.align),
+            grouping=self.grouping.name, seed=self.seed, epochs=self.epochs, epochs_done=self.epoch,
+            status=self.status, rel_l2=best, rel_l2_final=final, best_epoch=self.best.epoch,
+            best_validation=None if self.best.epoch is None else self.best.validation,
+            validation="test" if self.spec.ir.validation.on_test else "points", rates=rates,
+            projected_fraction=(self.counters.projected / n if n and self.aligned else None),
+            train_time_s=self.elapsed, peak_memory_mb=peak, device=str(self.device),
+            dtype=str(self.dtype).replace("torch.", ""),
+            params={k: float(v.detach()) for k, v in self.params.items()}, model=str(t.model),
+            tasks=list(self.grouping.labels), message=self.message, allocator=self.allocator, run_dir=self.out)
+
+    def _write_result(self) -> Result:
+        result = self.result()
+        if self.out:
+            files.write_json(os.path.join(self.out, "result.json"), result.to_dict())
+            files.write_csv(os.path.join(self.out, "history.csv"), self.columns, self.history)
+            if self.status in ("completed", "interrupted", "diverged") and self.epoch > 0:
+                self._write_predictions()
+        return result
+
+    def _write_predictions(self) -> None:
+        state = self.best.model
+        saved = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        if state is not None:
+            self.model.load_state_dict(state)
+        try:
+            prediction = self._predict(self.test_points).double().cpu().numpy()
+        finally:
+            self.model.load_state_dict(saved)
+        files.save_npz(os.path.join(self.out, "predictions.npz"),
+                       points=self.test_points.double().cpu().numpy(), reference=self.test_reference.cpu().numpy(),
+                       prediction=prediction, coordinates=np.array(self.problem.coordinates),
+                       fields=np.array(self.problem.fields))
+
+    def state_dict(self) -> dict:
+        return {
+            "version": __version__,
+            "epoch": self.epoch,
+            "model": self.model.state_dict(),
+            "params": {k: v.detach() for k, v in self.params.items()},
+            "surgery": self.surgery.state_dict(self.surgery_state),
+            "optimizer": self.optimizer.state_dict(self.optimizer_state),
+            "chain_generator": self.chain_generator.get_state(),
+            "best": asdict(self.best),
+            "counters": asdict(self.counters),
+            "history": self.history,
+            "validations": self.validations,
+            "elapsed": self.elapsed,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.epoch = state["epoch"]
+        self.model.load_state_dict(state["model"])
+        with torch.no_grad():
+            for k, v in state["params"].items():
+                self.params[k].copy_(v)
+        self.surgery_state = self.surgery.load_state_dict(state["surgery"])
+        self.optimizer_state = self.optimizer.load_state_dict(state["optimizer"])
+        self.chain_generator.set_state(state["chain_generator"])
+        self.best = _Best(**state["best"])
+        self.counters = _Counters(**state["counters"])
+        self.history = list(state["history"])
+        self.validations = list(state["validations"])
+        self.elapsed = state["elapsed"]
+
+    def _save_checkpoint(self) -> None:
+        files.save_torch(os.path.join(self.out, "checkpoint.pt"), self.state_dict())
+
+
+def _install_sigint(trainer: Trainer):
+    """Ctrl-C: finish the epoch, checkpoint, stop (a second Ctrl-C stops at once)."""
+    try:
+        def handler(signum, frame):
+            if trainer._stop_requested:
+                raise KeyboardInterrupt
+            trainer._stop_requested = True
+
+        return signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread
+        return None
+
+
+def _restore_sigint(previous) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)

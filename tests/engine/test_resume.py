@@ -1,0 +1,85 @@
+"""A killed run resumes from its last checkpoint and ends exactly like an
+uninterrupted run (same seed, same device); Ctrl-C checkpoints and stops."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+TINY = Path(__file__).parent / "data" / "tiny.pinn"
+ROOT = Path(__file__).resolve().parents[2]
+ARGS = ["--epochs", "600", "--surgery", "pcgrad", "--set", "checkpoint_every=25", "--quiet"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+VOLATILE = {"train_time_s", "peak_memory_mb", "run_dir", "message"}
+
+
+def cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "pinnspec", *args], env=ENV, capture_output=True, text=True, **kwargs)
+
+
+def start(out):
+    return subprocess.Popen([sys.executable, "-m", "pinnspec", "train", str(TINY), *ARGS, "--out", str(out)],
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_checkpoint(out, proc, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if (out / "checkpoint.pt").exists():
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before its first checkpoint: {proc.stderr.read()}")
+        time.sleep(0.05)
+    pytest.fail("no checkpoint appeared")
+
+
+def same_run(a, b):
+    ra, rb = (json.loads((d / "result.json").read_text()) for d in (a, b))
+    assert ra["status"] == rb["status"] == "completed"
+    assert {k: v for k, v in ra.items() if k not in VOLATILE} == {k: v for k, v in rb.items() if k not in VOLATILE}
+    assert (a / "history.csv").read_text() == (b / "history.csv").read_text()
+    ma = torch.load(a / "checkpoint.pt", weights_only=False)["model"]
+    mb = torch.load(b / "checkpoint.pt", weights_only=False)["model"]
+    assert all(torch.equal(ma[k], mb[k]) for k in ma)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("full")
+    proc = cli("train", str(TINY), *ARGS, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_sigkill_then_resume_equals_uninterrupted(uninterrupted, tmp_path):
+    out = tmp_path / "killed"
+    proc = start(out)
+    wait_for_checkpoint(out, proc)
+    proc.kill()
+    proc.wait()
+    saved_epoch = torch.load(out / "checkpoint.pt", weights_only=False)["epoch"]
+    assert saved_epoch < 600
+    resumed = cli("train", "--resume", str(out), "--quiet")
+    assert resumed.returncode == 0, resumed.stderr
+    same_run(uninterrupted, out)
+
+
+def test_ctrl_c_checkpoints_then_resume_equals_uninterrupted(uninterrupted, tmp_path):
+    out = tmp_path / "interrupted"
+    proc = start(out)
+    wait_for_checkpoint(out, proc)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    assert proc.returncode == 130
+    result = json.loads((out / "result.json").read_text())
+    assert result["status"] == "interrupted"
+    assert torch.load(out / "checkpoint.pt", weights_only=False)["epoch"] == result["epochs_done"]
+    resumed = cli("train", "--resume", str(out), "--quiet")
+    assert resumed.returncode == 0, resumed.stderr
+    same_run(uninterrupted, out)

@@ -1,0 +1,123 @@
+"""End-to-end training: every surgery method with and without GUA, determinism,
+divergence, schedules, loss-specific gradients."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+import pinnspec
+from pinnspec.catalog import BUILTINS
+from pinnspec.compiler import CompiledProblem
+from pinnspec.engine import loss_gradients
+from pinnspec.engine._schedule import Constant, Cosine, WarmupConstant, WarmupCosine
+
+TINY = Path(__file__).parent / "data" / "tiny.pinn"
+SURGERY = sorted(BUILTINS["surgery"])
+
+
+@pytest.mark.parametrize("align", ["none", "gua"])
+@pytest.mark.parametrize("surgery", SURGERY)
+def test_every_surgery_trains_with_and_without_gua(surgery, align):
+    result = pinnspec.train(TINY, surgery=surgery, align=align, epochs=40)
+    assert result.status == "completed"
+    assert math.isfinite(result.rel_l2) and result.rel_l2 < 1.0
+    rates = result.rates
+    if align == "gua":
+        assert rates["R_p"] == 0.0
+    else:
+        assert rates["R_p"] is None
+    if surgery in ("config", "mconfig", "upgrad", "imtlg", "amtl", "pcgrad"):
+        assert rates["R_a"] <= rates["R_g"]
+    if surgery in ("config", "upgrad"):
+        assert rates["R_a"] == 0.0
+
+
+def test_loss_decreases_and_history_is_complete(tmp_path):
+    result = pinnspec.train(TINY, epochs=60, out=str(tmp_path))
+    rows = (tmp_path / "history.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    assert len(rows) == 61
+    losses = [float(r.split(",")[header.index("loss")]) for r in rows[1:]]
+    assert sum(losses[-10:]) < 0.5 * sum(losses[:10])
+    saved = json.loads((tmp_path / "result.json").read_text())
+    for key in ("problem", "surgery", "optimizer", "align", "grouping", "seed", "epochs", "rel_l2", "rel_l2_final",
+                "rates", "train_time_s", "peak_memory_mb", "device", "params"):
+        assert key in saved
+    assert saved["rel_l2"] == pytest.approx(result.rel_l2)
+    assert set(saved["rates"]) == {"R_g", "R_a", "R_u", "R_p"}
+    assert (tmp_path / "config.pinn").read_text().startswith("# A tiny heat problem")
+    assert saved["validation"] == "points" and saved["best_epoch"] is not None
+
+
+def test_same_seed_same_run():
+    a = pinnspec.train(TINY, epochs=30, surgery="pcgrad").to_dict()
+    b = pinnspec.train(TINY, epochs=30, surgery="pcgrad").to_dict()
+    for key in ("train_time_s", "peak_memory_mb"):
+        a.pop(key), b.pop(key)
+    assert a == b
+    c = pinnspec.train(TINY, epochs=30, surgery="pcgrad", seed=1)
+    assert c.rel_l2 != a["rel_l2"]
+
+
+def test_inverse_problem_learns_its_param():
+    spec = Path(__file__).parents[2] / "examples" / "inverse_heat" / "inverse_heat.pinn"
+    result = pinnspec.train(spec, epochs=30, overrides={"model": "mlp(width = 16, depth = 2)"})
+    assert set(result.params) == {"k"} and result.params["k"] != 0.5
+
+
+def test_divergence_stops_names_the_loss_and_keeps_the_checkpoint(tmp_path, monkeypatch):
+    real = CompiledProblem.losses
+
+    def poisoned(self, model, points, params=None, grouping=None):
+        out = real(self, model, points, params, grouping)
+        if points.epoch >= 7:
+            out.task_list[1] = out.task_list[1] * float("nan")
+        return out
+
+    monkeypatch.setattr(CompiledProblem, "losses", poisoned)
+    monkeypatch.setattr("pinnspec.compiler._problem.CompiledProblem.losses", poisoned)
+    result = pinnspec.train(TINY, epochs=30, out=str(tmp_path), overrides={"checkpoint_every": 5})
+    assert result.status == "diverged"
+    assert "epoch 7" in result.message and "task 1 'B'" in result.message
+    checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    assert checkpoint["epoch"] == 5
+    assert all(torch.isfinite(v).all() for v in checkpoint["model"].values())
+    saved = json.loads((tmp_path / "result.json").read_text())
+    assert saved["status"] == "diverged" and "epoch 7" in saved["message"]
+
+
+def test_loss_gradients_match_separate_backward_passes():
+    problem = pinnspec.compile(TINY)
+    model = pinnspec.models.mlp(width=8, depth=2).build(2, 1, generator=torch.Generator().manual_seed(0))
+    points = problem.sample(0)
+    theta = list(model.parameters())
+    G = loss_gradients(problem.losses(model, points, grouping="three").task_list, theta)
+    for i in range(3):
+        model.zero_grad()
+        problem.losses(model, points, grouping="three").task_list[i].backward()
+        # the output bias does not reach u_t - 0.1 u_xx: its gradient is None there, a zero row in G
+        row = torch.cat([(t.grad if t.grad is not None else torch.zeros_like(t)).reshape(-1) for t in theta])
+        assert torch.allclose(G[i], row, atol=1e-7)
+
+
+def test_unreached_parameter_gets_zero_gradient():
+    w = torch.nn.Parameter(torch.ones(3))
+    v = torch.nn.Parameter(torch.ones(2))
+    G = loss_gradients([(w ** 2).sum(), (2 * w).sum()], [w, v])
+    assert torch.equal(G[:, 3:], torch.zeros(2, 2))
+
+
+def test_schedules_follow_the_paper():
+    s = WarmupCosine(warmup=100, lr_min=1e-4)
+    T, lr0 = 1000, 1e-3
+    assert s(0, T, lr0) == 0.0
+    assert s(50, T, lr0) == pytest.approx(5e-4)
+    assert s(100, T, lr0) == pytest.approx(1e-3)
+    assert s(550, T, lr0) == pytest.approx(1e-4 + 0.5 * 9e-4)
+    assert s(T - 1, T, lr0) == pytest.approx(1e-4 + 0.5 * 9e-4 * (1 + math.cos(math.pi * 899 / 900)))
+    assert WarmupConstant(100)(40, T, 1e-4) == pytest.approx(4e-5) and WarmupConstant(100)(500, T, 1e-4) == 1e-4
+    assert Constant()(0, T, lr0) == lr0
+    assert Cosine(lr_min=0.0)(500, T, lr0) == pytest.approx(5e-4)
