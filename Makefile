@@ -15,10 +15,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
-# The main job.
+# The main job: Burgers (2-loss, ConFIG + Adam) for 2000 epochs with GUA and without.
+MAIN_EPOCHS ?= 2000
 run: setup
 	$(BIN)/pinnspec check specs/*.pinn examples/*/*.pinn
-	$(BIN)/pinnspec show specs/burgers.pinn --stage ir
+	$(BIN)/pinnspec train specs/burgers.pinn --epochs $(MAIN_EPOCHS) --out runs/main/config-gua --quiet
+	$(BIN)/pinnspec train specs/burgers.pinn --epochs $(MAIN_EPOCHS) --align none --out runs/main/config --quiet
+	$(BIN)/pinnspec plot runs/main/config-gua
 
 test: setup
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q

@@ -168,7 +168,7 @@ def _cmd_eval(args) -> int:
     import torch
 
     from ..engine import Trainer
-    from ..engine._artifacts import read_json
+    from .._files import read_json
 
     run = args.run_dir
     if not os.path.isfile(os.path.join(run, "checkpoint.pt")):

@@ -1,0 +1,78 @@
+"""conflicts.png: running conflict rates R_g, R_a, R_u, R_p and the learning rate."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._style import R_COLORS, fmt, new_figure, no_data, set_epoch_limits, set_title
+
+MEANING = {
+    "R_g": "two task gradients conflict",
+    "R_a": "surgery direction a vs a task",
+    "R_u": "optimizer proposal u vs a task",
+    "R_p": "aligned update p vs a task",
+}
+
+
+def window_for(n_epochs: int) -> int:
+    """The moving-average window: about 5% of the epochs, at least 1."""
+    return max(1, int(round(0.05 * n_epochs)))
+
+
+def running_rates(values: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """(cumulative mean, trailing moving average) of a 0/1 series without gaps: both [n]."""
+    n = len(values)
+    total = np.concatenate([[0.0], np.cumsum(values, dtype=float)])  # [n + 1]
+    index = np.arange(n)
+    cumulative = total[1:] / (index + 1)
+    start = np.maximum(0, index - window + 1)
+    moving = (total[index + 1] - total[start]) / (index + 1 - start)
+    return cumulative, moving
+
+
+def conflicts_figure(run):
+    h = run.history
+    epoch = h.epoch
+    window = window_for(len(epoch))
+    fig = new_figure(11, 7)
+    ax, ax_lr = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
+    set_title(fig, run, "conflict rates")
+
+    masks = {key: (np.isfinite(h.get(key)) if h.get(key) is not None else np.zeros(len(epoch), bool))
+             for key in R_COLORS}
+    diagnosed = any(mask.any() for mask in masks.values())
+    drawn = 0
+    for key, color in R_COLORS.items():
+        column, mask = h.get(key), masks[key]
+        if not mask.any():
+            if diagnosed:  # others were diagnosed, this one never (R_p without alignment)
+                ax.plot([], [], " ", label=f"{key}: not applicable ({MEANING[key]})")
+            continue
+        cumulative, moving = running_rates(column[mask], window)
+        ex = epoch[mask]
+        ax.plot(ex, moving, color=color, lw=0.9, alpha=0.45)
+        ax.plot(ex, cumulative, color=color, lw=2, label=f"{key} = {fmt(cumulative[-1])}  ({MEANING[key]})")
+        drawn += 1
+    if drawn:
+        ax.plot([], [], color="0.3", lw=2, label="solid: cumulative mean")
+        ax.plot([], [], color="0.3", lw=0.9, alpha=0.45, label=f"faint: moving average ({window} epochs)")
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_ylabel("fraction of diagnosed epochs\nwith a conflict")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    else:
+        no_data(ax, "no diagnosed epochs yet (zero-rate warmup steps are not diagnosed)", shared_x=True)
+
+    lr = h.get("lr")
+    if lr is not None and np.isfinite(lr).any():
+        mask = np.isfinite(lr)
+        style = {"marker": "o", "ms": 3} if mask.sum() < 40 else {}
+        ax_lr.plot(epoch[mask], lr[mask], color="tab:purple", lw=1.4, drawstyle="steps-post", **style)
+        ax_lr.set_ylabel("learning rate")
+        ax_lr.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
+        ax_lr.grid(True, alpha=0.3)
+    else:
+        no_data(ax_lr, "no learning rate in history.csv", shared_x=True)
+    ax_lr.set_xlabel("epoch")
+    set_epoch_limits(ax_lr, epoch)
+    return fig

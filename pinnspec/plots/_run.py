@@ -1,0 +1,160 @@
+"""Reading a run directory (history.csv, result.json, predictions.npz) and writing its plots."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+import zipfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+HISTORY, RESULT, PREDICTIONS = "history.csv", "result.json", "predictions.npz"
+
+
+@dataclass
+class History:
+    """history.csv as float columns (blank cells are nan)."""
+
+    columns: dict[str, np.ndarray]  # name -> [n_rows]
+
+    @property
+    def epoch(self) -> np.ndarray:
+        return self.columns["epoch"]
+
+    def get(self, name: str) -> np.ndarray | None:
+        return self.columns.get(name)
+
+    def conditions(self) -> list[str]:
+        return [c for c in self.columns if c.startswith("loss:")]
+
+    def tasks(self) -> list[str]:
+        found = [c for c in self.columns if re.fullmatch(r"task\d+", c)]
+        return sorted(found, key=lambda c: int(c[4:]))
+
+
+@dataclass
+class Predictions:
+    points: np.ndarray  # [N, d]
+    reference: np.ndarray  # [N, F]
+    prediction: np.ndarray  # [N, F]
+    coordinates: list[str]
+    fields: list[str]
+
+
+@dataclass
+class Run:
+    path: str
+    history: History
+    result: dict = field(default_factory=dict)
+    predictions: Predictions | None = None
+
+
+# ---------------------------------------------------------------------- reading
+def _number(text: str, name: str, line: int, path: str) -> float:
+    text = (text or "").strip()
+    if text == "":
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{path}: line {line}: column '{name}' holds {text!r}, not a number") from None
+
+
+def read_history(path: str) -> History:
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh)
+            names = list(reader.fieldnames or [])
+            rows = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f"cannot read {path}: {err}") from None
+    if "epoch" not in names:
+        raise ValueError(f"{path} has no 'epoch' column: not a pinnspec history")
+    if not rows:
+        raise ValueError(f"{path} has no epochs yet: nothing to plot")
+    columns = {name: np.array([_number(row.get(name), name, i + 2, path) for i, row in enumerate(rows)])
+               for name in names}
+    return History(columns)
+
+
+def read_result(path: str) -> dict:
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"cannot read {path}: {err}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} does not hold a JSON object")
+    return data
+
+
+def read_predictions(path: str) -> Predictions | None:
+    if not os.path.exists(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
+        raise ValueError(f"cannot read {path}: {err}") from None
+    missing = [k for k in ("points", "reference", "prediction") if k not in arrays]
+    if missing:
+        raise ValueError(f"{path} lacks {', '.join(missing)}")
+    points = np.asarray(arrays["points"], dtype=float)
+    reference = np.asarray(arrays["reference"], dtype=float)
+    prediction = np.asarray(arrays["prediction"], dtype=float)
+    if points.ndim == 1:
+        points = points[:, None]
+    if reference.ndim == 1:
+        reference = reference[:, None]
+    if prediction.ndim == 1:
+        prediction = prediction[:, None]
+    if points.ndim != 2 or len(points) == 0 or points.shape[1] == 0:
+        raise ValueError(f"{path}: points must be a non-empty [N, d] array, got shape {points.shape}")
+    if reference.shape != prediction.shape or reference.ndim != 2 or len(reference) != len(points):
+        raise ValueError(f"{path}: reference {reference.shape} and prediction {prediction.shape} "
+                         f"must both be [N, F] with N = {len(points)} points")
+    d, f = points.shape[1], reference.shape[1]
+    coordinates = [str(c) for c in np.atleast_1d(arrays.get("coordinates", np.array([])))]
+    fields = [str(c) for c in np.atleast_1d(arrays.get("fields", np.array([])))]
+    if len(coordinates) != d:
+        coordinates = [f"x{j}" for j in range(d)]
+    if len(fields) != f:
+        fields = [f"u{j}" for j in range(f)]
+    return Predictions(points, reference, prediction, coordinates, fields)
+
+
+def load_run(run_dir) -> Run:
+    run_dir = os.fspath(run_dir)
+    if not os.path.isdir(run_dir):
+        what = "is not a directory" if os.path.exists(run_dir) else "does not exist"
+        raise ValueError(f"run directory {run_dir} {what}")
+    history_path = os.path.join(run_dir, HISTORY)
+    if not os.path.exists(history_path):
+        raise ValueError(f"{run_dir} has no {HISTORY}: not a pinnspec run directory, "
+                         "or the run has not written its first checkpoint yet")
+    return Run(path=run_dir, history=read_history(history_path),
+               result=read_result(os.path.join(run_dir, RESULT)),
+               predictions=read_predictions(os.path.join(run_dir, PREDICTIONS)))
+
+
+# ---------------------------------------------------------------------- writing
+def plot_run(run_dir, out_dir=None) -> list[str]:
+    from ._conflicts import conflicts_figure
+    from ._losses import losses_figure
+    from ._solution import solution_figure
+    from ._style import save
+
+    run = load_run(run_dir)
+    out_dir = os.fspath(out_dir) if out_dir is not None else os.path.join(run.path, "plots")
+    written = []
+    for name, build in (("losses.png", losses_figure), ("conflicts.png", conflicts_figure)):
+        written.append(save(build(run), os.path.join(out_dir, name)))
+    if run.predictions is not None:
+        written.append(save(solution_figure(run), os.path.join(out_dir, "solution.png")))
+    return written
