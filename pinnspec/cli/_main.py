@@ -200,6 +200,17 @@ def _cmd_plot(args) -> int:
     return EXIT_OK
 
 
+def _cmd_bench(args) -> int:
+    from .. import bench
+    from ..registry import did_you_mean
+
+    if args.name not in bench.BENCHMARKS:
+        hint = did_you_mean(args.name, bench.BENCHMARKS)
+        more = f"; did you mean '{hint}'?" if hint else f" (known: {', '.join(bench.BENCHMARKS)})"
+        raise UserError(f"unknown benchmark '{args.name}'{more}")
+    return bench.main(args.name, args.args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pinnspec",
@@ -257,6 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plot", help="loss curves, conflict rates, prediction vs reference (PNG)")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.set_defaults(run=_cmd_plot)
+
+    p = sub.add_parser("bench", help="benchmarks: speed (vs hand-written torch), overhead (surgery + GUA)",
+                       add_help=False)
+    p.add_argument("name", metavar="NAME", help="speed | overhead (NAME --help lists its options)")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(run=_cmd_bench)
     return parser
 
 

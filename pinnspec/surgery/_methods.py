@@ -233,7 +233,11 @@ def config_direction(G: Tensor) -> Tensor:
     if m == 2:
         best = units[0] + units[1]  # closed form: x = (u_1 + u_2) / (1 + cos) solves U x = 1
     else:
-        best = torch.linalg.pinv(units) @ torch.ones(m, dtype=torch.float64, device=G64.device)  # [p]
+        # pinv(U) 1 = U^T pinv(U U^T) 1: an m x m pseudo-inverse instead of an SVD of the m x p matrix
+        # (same result; 5x faster at p = 1e4, m = 3, measured by `pinnspec bench overhead`)
+        gram = units @ units.T  # [m, m]
+        ones = torch.ones(m, dtype=torch.float64, device=G64.device)
+        best = units.T @ (torch.linalg.pinv(gram, hermitian=True) @ ones)  # [p]
     norm = best.norm()
     if norm == 0:
         return G.new_zeros(G.shape[1])

@@ -1,0 +1,41 @@
+"""Benchmarks: ``pinnspec bench speed`` and ``pinnspec bench overhead``.
+
+    from pinnspec import bench
+    rc = bench.speed.main(["--epochs", "20"])       # exit code: 0 ok, 1 a bad command line
+    rc = bench.main("overhead", ["--epochs", "10"])
+
+* ``speed``: one Burgers training epoch through ``Trainer.step`` against a
+  hand-written torch implementation of the same problem, interleaved in one
+  process; prints the median time ratio and the peak-memory ratio.
+* ``overhead``: every surgery method, the GUA projection (both metrics), the
+  Adam state alignment and the per-step diagnostics on random G, as a
+  fraction of one Burgers epoch measured in the same process.
+
+Importing this package loads no torch; ``bench.speed`` / ``bench.overhead``
+load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["BENCHMARKS", "main", "speed", "overhead"]
+
+#: benchmark name -> one-line description (``pinnspec bench NAME``)
+BENCHMARKS = {
+    "speed": "one Burgers epoch: pinnspec Trainer.step vs hand-written torch (time and memory ratios)",
+    "overhead": "surgery, GUA projection, state alignment and diagnostics as a fraction of one epoch",
+}
+
+
+def main(name: str, argv: list[str] | None = None) -> int:
+    """Run benchmark ``name`` with command-line arguments ``argv``; returns the exit code."""
+    if name not in BENCHMARKS:
+        raise ValueError(f"unknown benchmark '{name}' (known: {', '.join(BENCHMARKS)})")
+    return __getattr__(name).main(argv)
+
+
+def __getattr__(name: str):
+    if name in BENCHMARKS:
+        return importlib.import_module(f"._{name}", __name__)
+    raise AttributeError(f"module 'pinnspec.bench' has no attribute '{name}'")

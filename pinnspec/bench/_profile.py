@@ -1,0 +1,180 @@
+"""Where an epoch's time goes: stage timers for Trainer.step and the hand-written baseline.
+
+The Trainer is timed from the outside, without a copy of its step: for the
+duration of ``instrument(trainer)`` its collaborators are wrapped in timers
+(``_points_for``, the model's forward, the derivative plans, ``problem.losses``,
+``loss_gradients``, the surgery, ``optimizer.propose``, ``alignment.align``,
+``conflicts``, ``_apply``) and restored afterwards.  Whatever the step spends
+outside them is reported as "rest of step" (finite checks, the history row,
+cos(p, u), the flat copy of theta).  Every timer synchronises the device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import defaultdict
+
+import torch
+
+from ._common import clock, median, quiet_gc
+
+#: the stages in report order (the hand-written baseline uses the same names where it has the stage)
+STAGES = ("sample points", "network forward", "input derivatives", "residuals + losses", "loss-specific gradients",
+          "surgery", "optimizer proposal", "alignment (GUA)", "apply update", "optimizer + apply",
+          "diagnostics (conflicts)", "rest")
+
+
+class StageClock:
+    """Accumulates seconds per stage; ``mark(stage)`` books the time since the last mark."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.epochs: list[dict[str, float]] = []
+        self.current: dict[str, float] = defaultdict(float)
+        self.last = 0.0
+
+    def start(self) -> None:
+        self.current = defaultdict(float)
+        self.last = clock(self.device)
+
+    def mark(self, stage: str) -> None:
+        now = clock(self.device)
+        self.current[stage] += now - self.last
+        self.last = now
+
+    def stop(self) -> None:
+        self.epochs.append(dict(self.current))
+
+    def medians(self) -> dict[str, float]:
+        stages = {s for e in self.epochs for s in e}
+        return {s: median([e.get(s, 0.0) for e in self.epochs]) for s in stages}
+
+
+class _Timers:
+    """Nested wall-clock timers for the instrumented Trainer (inner time is subtracted from outer)."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.totals: dict[str, float] = defaultdict(float)
+        self.stack: list[list] = []
+
+    def wrap(self, stage: str, fn):
+        def timed(*args, **kwargs):
+            frame = [stage, clock(self.device), 0.0]  # stage, start, time of nested timers
+            self.stack.append(frame)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.stack.pop()
+                elapsed = clock(self.device) - frame[1]
+                self.totals[stage] += elapsed - frame[2]
+                if self.stack:
+                    self.stack[-1][2] += elapsed
+
+        return timed
+
+
+class _Proxy:
+    """Forwards every attribute to ``target``; the methods in ``timed`` go through timers."""
+
+    def __init__(self, target, timed: dict):
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_timed", timed)
+
+    def __getattr__(self, name):
+        return self._timed.get(name) or getattr(self._target, name)
+
+    def __call__(self, *args, **kwargs):
+        return self._timed["__call__"](*args, **kwargs)
+
+
+@contextlib.contextmanager
+def instrument(trainer, device: torch.device):
+    """Wrap the trainer's stages in timers; yields a function ``epoch -> {stage: seconds}``."""
+    from ..engine import _trainer as trainer_module
+
+    timers = _Timers(device)
+    saved_module = {"loss_gradients": trainer_module.loss_gradients, "conflicts": trainer_module.conflicts}
+    saved = {"model": trainer.model, "surgery": trainer.surgery, "optimizer": trainer.optimizer,
+             "alignment": trainer.alignment}
+    problem = trainer.problem
+    saved_plans = dict(problem.plans)
+    try:
+        trainer_module.loss_gradients = timers.wrap("loss-specific gradients", saved_module["loss_gradients"])
+        trainer_module.conflicts = timers.wrap("diagnostics (conflicts)", saved_module["conflicts"])
+        trainer._points_for = timers.wrap("sample points", type(trainer)._points_for.__get__(trainer))
+        trainer._apply = timers.wrap("apply update", type(trainer)._apply.__get__(trainer))
+        problem.losses = timers.wrap("residuals + losses", type(problem).losses.__get__(problem))
+        model = saved["model"]
+        trainer.model = _Proxy(model, {"__call__": timers.wrap("network forward", model)})
+        for index, plan in saved_plans.items():
+            problem.plans[index] = _Proxy(plan, {"evaluate": timers.wrap("input derivatives", plan.evaluate)})
+        trainer.surgery = _Proxy(saved["surgery"], {"__call__": timers.wrap("surgery", saved["surgery"])})
+        trainer.optimizer = _Proxy(saved["optimizer"], {
+            "propose": timers.wrap("optimizer proposal", saved["optimizer"].propose)})
+        trainer.alignment = _Proxy(saved["alignment"], {
+            "align": timers.wrap("alignment (GUA)", saved["alignment"].align)})
+
+        def step(epoch: int) -> dict[str, float]:
+            timers.totals.clear()
+            start = clock(device)
+            trainer.step(epoch)
+            total = clock(device) - start
+            stages = dict(timers.totals)
+            stages["rest"] = total - sum(stages.values())
+            stages["total"] = total
+            return stages
+
+        yield step
+    finally:
+        trainer_module.loss_gradients = saved_module["loss_gradients"]
+        trainer_module.conflicts = saved_module["conflicts"]
+        for name in ("_points_for", "_apply"):
+            trainer.__dict__.pop(name, None)
+        problem.__dict__.pop("losses", None)
+        problem.plans.clear()
+        problem.plans.update(saved_plans)
+        for name, value in saved.items():
+            setattr(trainer, name, value)
+
+
+def profile_pair(trainer, hand, device: torch.device, *, epochs: int, first_epoch: int
+                 ) -> tuple[dict[str, float], dict[str, float]]:
+    """Median seconds per stage over ``epochs`` interleaved epochs: (pinnspec, hand-written).
+    Both include "total" (the instrumented epoch, timers and syncs included)."""
+    hand_clock = StageClock(device)
+    pinnspec_epochs: list[dict[str, float]] = []
+    with instrument(trainer, device) as step:
+        for i in range(epochs):
+            with quiet_gc():
+                pinnspec_epochs.append(step(first_epoch + i))
+            with quiet_gc():
+                hand_clock.start()
+                start = time.perf_counter()
+                hand.step(hand_clock)
+                hand_clock.current["total"] = time.perf_counter() - start
+                hand_clock.stop()
+    stages = {s for e in pinnspec_epochs for s in e}
+    pinnspec = {s: median([e.get(s, 0.0) for e in pinnspec_epochs]) for s in stages}
+    return pinnspec, hand_clock.medians()
+
+
+def torch_profile(step, device: torch.device, *, epochs: int, first_epoch: int, row_limit: int = 15) -> str:
+    """torch.profiler's operator table (self time) over ``epochs`` calls of ``step(epoch)``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for i in range(epochs):
+            step(first_epoch + i)
+        clock(device)
+    averages = prof.key_averages()
+    if device.type != "cuda":
+        return averages.table(sort_by="self_cpu_time_total", row_limit=row_limit)
+    for key in ("self_device_time_total", "self_cuda_time_total"):  # the name changed across torch versions
+        try:
+            return averages.table(sort_by=key, row_limit=row_limit)
+        except (AttributeError, KeyError, ValueError):
+            continue
+    return averages.table(sort_by="self_cpu_time_total", row_limit=row_limit)

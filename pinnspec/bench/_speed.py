@@ -1,0 +1,371 @@
+"""``pinnspec bench speed``: one Burgers epoch, pinnspec against hand-written torch.
+
+    pinnspec bench speed [--epochs 30] [--warmup 5] [--points 10000] [--grouping three]
+                         [--surgery CALL] [--align CALL] [--device cpu|cuda|auto] [--out DIR]
+
+Contenders (both in this process, same allocator settings and thread count):
+
+* pinnspec: ``Trainer.step`` on specs/burgers.pinn with grouping ``three``
+  (m = 3) and the spec's surgery (config) and alignment (gua) unless
+  overridden: sampling, losses, G [m, p], surgery, Adam proposal, GUA,
+  apply, diagnostics.
+* hand-written: :class:`~pinnspec.bench._handwritten.HandWrittenBurgers`,
+  the same problem in plain torch (same network and initial weights, same
+  point counts drawn fresh each epoch, m separate gradients, torch Adam on
+  their sum): the same work minus surgery and GUA.
+
+Timing: warm-up epochs for each, then ``--epochs`` rounds of one epoch each,
+alternating which goes first (ABBA...); the cyclic garbage collector is kept
+out of the timed epochs.  The headline ratio is the median over rounds of
+pinnspec's time / the hand-written time *of the same round*: the two epochs
+of a round are adjacent in time, so slow phases of a shared machine hit both.
+
+Memory: each contender runs again in a fresh subprocess (one after the other,
+never at the same time): after its setup the kernel's RSS high-water mark is
+reset (``/proc/self/clear_refs``), ``--memory-epochs`` epochs run, and the
+report gives the high-water mark (VmHWM) and its growth over the RSS after
+setup; on CUDA also ``torch.cuda.max_memory_allocated`` over the epochs.
+tracemalloc would not see torch's CPU allocations, and a shared process would
+mix the two contenders' heaps.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+from ._common import (EXIT_OK, BenchError, Parser, Table, add_common_arguments, clock, environment,
+                      environment_lines, find_spec, load_spec, median, ms, percent, quantile, quiet_gc, run_main,
+                      setup, write_csv, write_markdown)
+from ._handwritten import HandWrittenBurgers
+from ._profile import STAGES, profile_pair, torch_profile
+
+TARGET_RATIO = 1.05
+N_B, N_I = 250, 250
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="pinnspec bench speed",
+               description="Time one Burgers epoch through pinnspec's Trainer.step against a hand-written torch "
+                           "implementation of the same problem (interleaved in one process); memory in subprocesses.")
+    add_common_arguments(p, epochs=30, warmup=5)
+    p.add_argument("--points", type=int, default=10_000, metavar="N_F",
+                   help="interior (collocation) points per epoch (default 10000; walls and initial keep 250 each)")
+    p.add_argument("--grouping", choices=["two", "three"], default="three", help="m = 2 or 3 losses (default three)")
+    p.add_argument("--surgery", metavar="CALL", default=None, help="pinnspec's surgery (default: the spec's, config)")
+    p.add_argument("--align", metavar="CALL", default=None, help="pinnspec's alignment (default: the spec's, gua)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--memory-epochs", type=int, default=3, metavar="N",
+                   help="epochs per memory subprocess (default 3; 0 skips the memory measurement)")
+    p.add_argument("--profile", type=int, default=10, metavar="N",
+                   help="interleaved epochs for the per-stage breakdown (default 10; 0 skips it)")
+    p.add_argument("--torch-profile", type=int, default=0, metavar="N",
+                   help="also print torch.profiler's operator table over N epochs of each contender")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``pinnspec bench speed ARGS``; returns the exit code."""
+    return run_main(build_parser(), run, argv)
+
+
+# ====================================================================== contenders
+def build_trainer(spec_path: str, *, points: int, grouping: str, surgery: str | None, align: str | None,
+                  device: torch.device, seed: int, epochs: int):
+    from ..engine import Trainer
+
+    overrides = {"grouping": grouping, "surgery": surgery, "align": align, "device": device.type, "seed": seed,
+                 "epochs": max(int(epochs), 1), "dtype": "float32"}
+    return Trainer(load_spec(spec_path, points={"burgers": points}, overrides=overrides))
+
+
+def build_hand(*, points: int, grouping: str, device: torch.device, seed: int) -> HandWrittenBurgers:
+    return HandWrittenBurgers(points, N_B, N_I, grouping=grouping, seed=seed, device=device)
+
+
+def same_problem(trainer, hand: HandWrittenBurgers) -> tuple[bool, float, float]:
+    """Both at their initial weights, on pinnspec's epoch-0 points: (same weights?, max relative loss
+    difference, max weight difference).  Checks that the baseline solves the same problem."""
+    theta = [t.detach() for t in trainer.theta]
+    weights = [w.detach() for w in hand.params]
+    same_shapes = len(theta) == len(weights) and all(a.shape == b.shape for a, b in zip(theta, weights))
+    weight_diff = max((float((a - b).abs().max()) for a, b in zip(theta, weights)), default=math.inf) \
+        if same_shapes else math.inf
+    points = trainer.problem.sample(0, trainer.seed, device=trainer.device, dtype=trainer.dtype)
+    by_condition = {c: points.sets[s.index].x for s in trainer.problem.point_plan.sets for c in s.conditions}
+    ours = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name).tasks.detach()
+    x_f = by_condition["burgers"].detach().clone().requires_grad_(True)
+    theirs = torch.stack(hand.losses(x_f, by_condition["walls"].detach(), by_condition["ic"].detach()))
+    theirs = theirs.detach().double().cpu()
+    ours = ours.double().cpu()
+    relative = float(((ours - theirs).abs() / theirs.abs().clamp_min(1e-30)).max())
+    return same_shapes and weight_diff == 0.0, relative, weight_diff
+
+
+# ====================================================================== the run
+def run(args) -> int:
+    if args.points < 1:
+        raise BenchError(f"--points must be >= 1, got {args.points}")
+    device, allocator = setup(args)
+    env = environment(device, allocator)
+    spec_path = find_spec(args.spec)
+    total_epochs = args.warmup + args.epochs + args.profile + args.torch_profile
+    trainer = build_trainer(spec_path, points=args.points, grouping=args.grouping, surgery=args.surgery,
+                            align=args.align, device=device, seed=args.seed, epochs=total_epochs)
+    hand = build_hand(points=args.points, grouping=args.grouping, device=device, seed=args.seed)
+    same_weights, loss_difference, _ = same_problem(trainer, hand)
+    t = trainer.spec.ir.training
+    setting = {"points": f"{args.points} + {N_B} + {N_I}", "grouping": f"{args.grouping} (m = {trainer.grouping.m})",
+               "surgery": str(t.surgery), "align": str(t.align), "optimizer": str(t.optimizer),
+               "model": str(t.model), "params": sum(trainer.numels)}
+
+    print("pinnspec bench speed: one Burgers epoch, pinnspec Trainer.step vs hand-written torch")
+    for line in environment_lines(env):
+        print("  " + line)
+    print(f"  spec {spec_path}: {setting['points']} points, grouping {setting['grouping']}, surgery "
+          f"{setting['surgery']}, align {setting['align']}, optimizer {setting['optimizer']}, "
+          f"{setting['model']} ({setting['params']} parameters)")
+    print(f"  same problem: initial weights {'identical' if same_weights else 'DIFFERENT'}, losses at epoch 0 on "
+          f"the same points agree to {loss_difference:.1e} (relative)")
+    print(f"  {args.warmup} warm-up + {args.epochs} timed epochs each, interleaved ...", flush=True)
+
+    epoch = 0
+    for _ in range(args.warmup):
+        trainer.step(epoch)
+        hand.step()
+        epoch += 1
+    rounds = []
+    for i in range(args.epochs):
+        order = ("pinnspec", "hand") if i % 2 == 0 else ("hand", "pinnspec")
+        seconds = {}
+        with quiet_gc():
+            for who in order:
+                start = clock(device)
+                if who == "pinnspec":
+                    row = trainer.step(epoch)
+                else:
+                    hand.step()
+                seconds[who] = clock(device) - start
+        epoch += 1
+        rounds.append({"round": i, "first": order[0], "pinnspec_s": seconds["pinnspec"], "hand_s": seconds["hand"],
+                       "ratio": seconds["pinnspec"] / seconds["hand"], "projected": row.get("projected")})
+    stats = _statistics(rounds)
+    aligned = [r["projected"] for r in rounds if r["projected"] is not None]
+    if aligned:
+        setting["gua_projected"] = f"{sum(aligned)}/{len(aligned)} timed epochs"
+
+    stages = None
+    if args.profile:
+        print(f"  per-stage breakdown over {args.profile} interleaved epochs ...", flush=True)
+        stages = profile_pair(trainer, hand, device, epochs=args.profile, first_epoch=epoch)
+        epoch += args.profile
+    profiles = None
+    if args.torch_profile:
+        profiles = {
+            "pinnspec": torch_profile(trainer.step, device, epochs=args.torch_profile, first_epoch=epoch),
+            "hand-written": torch_profile(lambda _, h=hand: h.step(), device, epochs=args.torch_profile, first_epoch=0),
+        }
+        epoch += args.torch_profile
+    del trainer, hand
+
+    memory = None
+    if args.memory_epochs > 0:
+        print(f"  memory: each contender in a fresh subprocess, {args.memory_epochs} epochs ...", flush=True)
+        config = {"spec": spec_path, "points": args.points, "grouping": args.grouping, "surgery": args.surgery,
+                  "align": args.align, "device": str(device), "seed": args.seed, "epochs": args.memory_epochs,
+                  "threads": torch.get_num_threads(), "malloc": args.malloc}
+        try:
+            memory = {who: measure_memory(who, config) for who in ("pinnspec", "hand")}
+        except RuntimeError as err:  # the timings stand without it
+            print(f"note: no memory numbers: {err}", file=sys.stderr)
+
+    tables = _report(stats, memory, stages, setting, env)
+    print()
+    for table in tables:
+        print(table.text())
+        print()
+    verdict = (f"target: median ratio <= {TARGET_RATIO:.2f} on CPU -> measured {stats['ratio']:.3f}: "
+               f"{'met' if stats['ratio'] <= TARGET_RATIO else 'MISSED'}")
+    if device.type != "cpu":
+        verdict = f"median ratio {stats['ratio']:.3f} on {device} (the target of {TARGET_RATIO:.2f} is for the CPU)"
+    print(verdict)
+    if "gua_projected" in setting:
+        print(f"GUA changed the proposal (projection active) in {setting['gua_projected']} of pinnspec")
+    if profiles:
+        for who, text in profiles.items():
+            print(f"\ntorch.profiler, {who}, {args.torch_profile} epochs (self time):\n{text}")
+    if args.out:
+        _write(args.out, env, tables, verdict, stats, rounds, memory, stages, setting)
+        print(f"written to {args.out}/speed.md, speed.csv, speed_epochs.csv"
+              + (", speed_stages.csv" if stages else ""))
+    return EXIT_OK
+
+
+def _statistics(rounds: list[dict]) -> dict:
+    p = [r["pinnspec_s"] for r in rounds]
+    h = [r["hand_s"] for r in rounds]
+    ratios = [r["ratio"] for r in rounds]
+    return {
+        "pinnspec": {"median": median(p), "p25": quantile(p, 0.25), "p75": quantile(p, 0.75), "min": min(p)},
+        "hand": {"median": median(h), "p25": quantile(h, 0.25), "p75": quantile(h, 0.75), "min": min(h)},
+        "ratio": median(ratios), "ratio_p25": quantile(ratios, 0.25), "ratio_p75": quantile(ratios, 0.75),
+        "ratio_of_medians": median(p) / median(h), "ratio_of_mins": min(p) / min(h), "rounds": len(rounds),
+    }
+
+
+def _mib(n):
+    return "-" if n is None else f"{n / 2**20:.1f}"
+
+
+def _report(stats, memory, stages, setting, env) -> list[Table]:
+    label = {"pinnspec": f"pinnspec Trainer.step ({setting['surgery']}, {setting['align'].split('(')[0]})",
+             "hand": "hand-written torch (Adam on the sum)"}
+    cuda = env["device"].startswith("cuda")
+    mem_cols = ["RSS after setup MiB", "epoch peak RSS MiB", "growth MiB"] + (["CUDA peak alloc MiB"] if cuda else [])
+    table = Table(["contender", "median ms", "p25 ms", "p75 ms", "min ms"] + mem_cols,
+                  title=f"one epoch, {setting['points']} points, grouping {setting['grouping']}, "
+                        f"{stats['rounds']} interleaved rounds; allocator: {env['allocator']}; "
+                        f"torch {env['torch']}, torch threads {env['threads']}, {env['device']}")
+    for who in ("pinnspec", "hand"):
+        s = stats[who]
+        mem = memory[who] if memory else {}
+        cells = [_mib(mem.get("rss_setup")), _mib(mem.get("peak")), _mib(mem.get("growth"))] + \
+            ([_mib(mem.get("cuda_peak"))] if cuda else [])
+        table.add(label[who], ms(s["median"]), ms(s["p25"]), ms(s["p75"]), ms(s["min"]), *cells)
+    ratio_cells = ["-", "-", "-"] + (["-"] if cuda else [])
+    if memory:
+        ratio_cells = [_ratio(memory["pinnspec"].get("rss_setup"), memory["hand"].get("rss_setup")),
+                       _ratio(memory["pinnspec"].get("peak"), memory["hand"].get("peak")),
+                       _ratio(memory["pinnspec"].get("growth"), memory["hand"].get("growth"))]
+        if cuda:
+            ratio_cells.append(_ratio(memory["pinnspec"].get("cuda_peak"), memory["hand"].get("cuda_peak")))
+    table.add("ratio pinnspec / hand-written (per round)", f"{stats['ratio']:.3f}", f"{stats['ratio_p25']:.3f}",
+              f"{stats['ratio_p75']:.3f}", f"{stats['ratio_of_mins']:.3f}", *ratio_cells)
+    table.add("ratio of the medians", f"{stats['ratio_of_medians']:.3f}", "", "", "", *([""] * len(mem_cols)))
+    tables = [table]
+    if stages:
+        ours, theirs = stages
+        total = ours.get("total", math.nan)
+        st = Table(["stage", "pinnspec ms", "hand-written ms", "difference ms", "% of pinnspec epoch"],
+                   title="where the time goes (medians per stage; instrumented epochs, "
+                         f"allocator: {env['allocator']}; torch threads {env['threads']}, {env['device']})")
+        for stage in STAGES + ("total",):
+            if stage not in ours and stage not in theirs:
+                continue
+            a, b = ours.get(stage), theirs.get(stage)
+            diff = (a or 0.0) - (b or 0.0)
+            st.add(stage, ms(a, 3) if a is not None else "-", ms(b, 3) if b is not None else "-", ms(diff, 3),
+                   percent((a or 0.0) / total, 1))
+        tables.append(st)
+    return tables
+
+
+def _ratio(a, b) -> str:
+    if a is None or b is None or b == 0:
+        return "-"
+    return f"{a / b:.3f}"
+
+
+def _write(out, env, tables, verdict, stats, rounds, memory, stages, setting) -> None:
+    os.makedirs(out, exist_ok=True)
+    sections = [t.markdown() for t in tables] + [verdict]
+    sections.append("Ratio per round: pinnspec's epoch / the hand-written epoch of the same round (the two run "
+                    "back to back, alternating which goes first); the ratio row's min column is the ratio of the "
+                    "minima. Memory: each contender alone in a fresh subprocess; RSS after setup (imports, "
+                    "network, optimizer; pinnspec also its compiler and parser), then the RSS high-water mark over "
+                    "the epochs after a reset (/proc/self/clear_refs) and its growth over the setup RSS.")
+    write_markdown(os.path.join(out, "speed.md"), "pinnspec bench speed", env, sections)
+    common = {**{k: env[k] for k in ("torch", "device", "threads", "allocator")}, **setting}
+    rows = []
+    for who in ("pinnspec", "hand"):
+        mem = memory[who] if memory else {}
+        rows.append({"contender": who, **common, "median_s": stats[who]["median"], "p25_s": stats[who]["p25"],
+                     "p75_s": stats[who]["p75"], "min_s": stats[who]["min"], "setup_rss_bytes": mem.get("rss_setup"),
+                     "epoch_peak_rss_bytes": mem.get("peak"),
+                     "rss_growth_bytes": mem.get("growth"), "cuda_peak_bytes": mem.get("cuda_peak")})
+    rows.append({"contender": "ratio", **common, "median_s": stats["ratio"], "p25_s": stats["ratio_p25"],
+                 "p75_s": stats["ratio_p75"], "min_s": stats["ratio_of_mins"],
+                 "setup_rss_bytes": _ratio_value(memory, "rss_setup"),
+                 "epoch_peak_rss_bytes": _ratio_value(memory, "peak"),
+                 "rss_growth_bytes": _ratio_value(memory, "growth"),
+                 "cuda_peak_bytes": _ratio_value(memory, "cuda_peak")})
+    columns = ["contender", "median_s", "p25_s", "p75_s", "min_s", "setup_rss_bytes", "epoch_peak_rss_bytes",
+               "rss_growth_bytes",
+               "cuda_peak_bytes"] + list(common)
+    write_csv(os.path.join(out, "speed.csv"), columns, rows)
+    write_csv(os.path.join(out, "speed_epochs.csv"), ["round", "first", "pinnspec_s", "hand_s", "ratio", "projected"],
+              rounds)
+    if stages:
+        ours, theirs = stages
+        write_csv(os.path.join(out, "speed_stages.csv"), ["stage", "pinnspec_s", "hand_s"],
+                  [{"stage": s, "pinnspec_s": ours.get(s), "hand_s": theirs.get(s)}
+                   for s in STAGES + ("total",) if s in ours or s in theirs])
+
+
+def _ratio_value(memory, key):
+    if not memory or memory["pinnspec"].get(key) is None or not memory["hand"].get(key):
+        return None
+    return memory["pinnspec"][key] / memory["hand"][key]
+
+
+# ====================================================================== memory (subprocesses)
+def measure_memory(who: str, config: dict) -> dict:
+    """Run ``pinnspec.bench._memory`` for one contender in a fresh interpreter; its JSON result."""
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if config["malloc"] == "stock":
+        env["PINNSPEC_MALLOC"] = "off"
+    command = [sys.executable, "-m", "pinnspec.bench._memory", json.dumps({**config, "contender": who})]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"the memory subprocess for {who} failed:\n{done.stderr[-4000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["wall_s"] = time.perf_counter() - started
+    return result
+
+
+def memory_probe(config: dict) -> dict:
+    """Inside the subprocess: build one contender, reset the RSS high-water mark, run epochs."""
+    from .._malloc import tune_allocator
+    from ._memory import read_status, reset_peak
+
+    tune_allocator()
+    torch.set_num_threads(int(config["threads"]))
+    device = torch.device(config["device"])
+    if config["contender"] == "pinnspec":
+        trainer = build_trainer(config["spec"], points=config["points"], grouping=config["grouping"],
+                                surgery=config["surgery"], align=config["align"], device=device, seed=config["seed"],
+                                epochs=config["epochs"] + 1)
+        step = trainer.step
+    else:
+        hand = build_hand(points=config["points"], grouping=config["grouping"], device=device, seed=config["seed"])
+
+        def step(epoch):
+            hand.step()
+    np.random.default_rng(0)  # numpy's lazy imports happen during setup, not in the measured epochs
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        cuda_base = torch.cuda.memory_allocated(device)
+    before = read_status()
+    exact = reset_peak()
+    for epoch in range(int(config["epochs"])):
+        step(epoch)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    after = read_status()
+    # without the reset (kernels before 4.0, no /proc) VmHWM also covers the setup: growth is then an upper bound
+    result = {"contender": config["contender"], "rss_setup": before["VmRSS"], "peak": after["VmHWM"],
+              "growth": after["VmHWM"] - before["VmRSS"], "hwm_reset": exact, "rss_end": after["VmRSS"]}
+    if device.type == "cuda":
+        result["cuda_peak"] = torch.cuda.max_memory_allocated(device) - cuda_base
+    return result

@@ -1,0 +1,115 @@
+"""bench speed: the hand-written baseline solves the same problem; a tiny run end to end."""
+
+import csv
+import math
+
+import pytest
+import torch
+
+from pinnspec import bench
+from pinnspec.bench import _speed
+from pinnspec.bench._common import find_spec, load_spec
+from pinnspec.bench._profile import instrument, profile_pair
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One torch thread: tiny problems, and steady on a busy machine; restored afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _pair(grouping="three", points=64):
+    trainer = _speed.build_trainer(find_spec(), points=points, grouping=grouping, surgery=None, align=None,
+                                   device=CPU, seed=0, epochs=10)
+    hand = _speed.build_hand(points=points, grouping=grouping, device=CPU, seed=0)
+    return trainer, hand
+
+
+@pytest.mark.parametrize("grouping", ["two", "three"])
+def test_hand_written_baseline_is_the_same_problem(grouping):
+    trainer, hand = _pair(grouping)
+    same_weights, loss_difference, weight_difference = _speed.same_problem(trainer, hand)
+    assert same_weights and weight_difference == 0.0
+    assert loss_difference < 1e-5
+    assert hand.num_params == sum(trainer.numels) == 10401
+    losses = hand.step()
+    assert len(losses) == trainer.grouping.m and all(math.isfinite(v) for v in losses)
+
+
+def test_hand_written_points_lie_where_the_spec_puts_them():
+    hand = _speed.build_hand(points=101, grouping="three", device=CPU, seed=3)
+    x_f, x_b, x_i = hand.sample()
+    assert x_f.shape == (101, 2) and x_f.requires_grad
+    assert (x_f[:, 0].abs() <= 1).all() and (x_f[:, 1] >= 0).all() and (x_f[:, 1] <= 1).all()
+    assert x_b.shape == (250, 2) and set(x_b[:, 0].tolist()) == {-1.0, 1.0}
+    assert int((x_b[:, 0] == -1).sum()) == 125
+    assert x_i.shape == (250, 2) and (x_i[:, 1] == 0).all()
+    # a Latin hypercube: one point per stratum in every column
+    strata = torch.floor((x_f[:, 1].detach().double()) * 101).long()
+    assert sorted(strata.tolist()) == list(range(101))
+
+
+def test_points_override_changes_only_the_counts():
+    spec = load_spec(find_spec(), points={"burgers": 123}, overrides={"grouping": "three"})
+    assert dict(spec.ir.sampling.points) == {"burgers": 123, "walls": 250, "ic": 250}
+    assert spec.ir.training.options["grouping"] == "three"
+
+
+def test_instrumented_step_times_every_stage_and_restores_the_trainer():
+    from pinnspec.engine import _trainer
+
+    trainer, hand = _pair(points=32)
+    model, loss_gradients = trainer.model, _trainer.loss_gradients
+    trainer.step(0)
+    ours, theirs = profile_pair(trainer, hand, CPU, epochs=2, first_epoch=1)
+    for stage in ("sample points", "network forward", "input derivatives", "residuals + losses",
+                  "loss-specific gradients", "surgery", "optimizer proposal", "alignment (GUA)", "apply update",
+                  "diagnostics (conflicts)", "rest", "total"):
+        assert ours[stage] >= 0 or stage == "rest", stage
+    assert ours["total"] > 0 and theirs["total"] > 0 and "optimizer + apply" in theirs
+    assert trainer.model is model and _trainer.loss_gradients is loss_gradients
+    assert "losses" not in vars(trainer.problem) and "_points_for" not in vars(trainer)
+    trainer.step(3)  # still a working trainer
+    with pytest.raises(RuntimeError), instrument(trainer, CPU):
+        raise RuntimeError  # restored on errors too
+    assert trainer.model is model and _trainer.loss_gradients is loss_gradients
+
+
+def test_speed_end_to_end(tmp_path, capsys):
+    out = tmp_path / "speed"
+    rc = bench.speed.main(["--epochs", "2", "--warmup", "1", "--points", "64", "--profile", "1",
+                           "--memory-epochs", "1", "--threads", "1", "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    for needle in ("allocator:", "torch threads 1", "device cpu", "ratio pinnspec / hand-written",
+                   "where the time goes", "target: median ratio <= 1.05", "same problem: initial weights identical"):
+        assert needle in text, needle
+    rows = {r["contender"]: r for r in csv.DictReader(open(out / "speed.csv"))}
+    assert set(rows) == {"pinnspec", "hand", "ratio"}
+    for who in ("pinnspec", "hand"):
+        assert float(rows[who]["median_s"]) > 0
+        assert int(rows[who]["epoch_peak_rss_bytes"]) > 0
+        assert rows[who]["allocator"]
+    assert float(rows["ratio"]["median_s"]) > 0
+    assert len(list(csv.DictReader(open(out / "speed_epochs.csv")))) == 2
+    assert (out / "speed.md").read_text().count("|") > 10
+    assert (out / "speed_stages.csv").exists()
+
+
+@pytest.mark.parametrize("argv", [["--points", "0"], ["--epochs", "0"], ["--grouping", "four"],
+                                  ["--device", "tpu"], ["--spec", "no/such.pinn", "--epochs", "1"]])
+def test_bad_command_lines_are_user_errors(argv, capsys):
+    assert bench.speed.main(argv) == 1
+    assert "error" in capsys.readouterr().err
+
+
+def test_help_exits_zero(capsys):
+    assert bench.main("speed", ["--help"]) == 0
+    assert "--points" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        bench.main("nope", [])
