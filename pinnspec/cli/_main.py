@@ -132,6 +132,8 @@ def _cmd_train(args) -> int:
     from ..lang._overrides import apply_overrides
 
     log = (lambda line: print(line, file=sys.stderr)) if args.quiet else None
+    if args.distributed:
+        return _train_distributed(args, log)
     if args.resume:
         if args.file or args.set_values or any(getattr(args, k) is not None for k in _TRAIN_FLAGS):
             raise UserError("--resume continues a run exactly as it was configured: give no FILE or overrides")
@@ -142,11 +144,7 @@ def _cmd_train(args) -> int:
         if not args.file:
             raise UserError("train needs a FILE (or --resume RUN_DIR)")
         overrides = {k: getattr(args, k) for k in _TRAIN_FLAGS}
-        for item in args.set_values:
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise UserError(f"--set expects KEY=VALUE, got '{item}'")
-            overrides[key.strip()] = value.strip()
+        overrides.update(_set_values(args.set_values))
         spec = apply_overrides(_load(args.file), overrides)
         out = args.out or _default_run_dir(spec.ir.name)
         try:
@@ -159,6 +157,46 @@ def _cmd_train(args) -> int:
         print(f"error: {result.message} (the last good checkpoint is kept in {result.run_dir})", file=sys.stderr)
         return EXIT_USER
     return 130 if result.status == "interrupted" else EXIT_OK
+
+
+def _train_distributed(args, log) -> int:
+    """One rank of a data-parallel run (``torchrun --nproc_per_node N -m pinnspec train FILE --distributed``)."""
+    import torch
+    import torch.distributed as dist
+
+    from ..engine import Trainer
+    from ..lang._overrides import apply_overrides
+
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        raise UserError("--distributed runs under torchrun: torchrun --nproc_per_node N -m pinnspec train FILE "
+                        "--distributed")
+    if args.resume or not args.file:
+        raise UserError("--distributed needs a FILE (resuming a data-parallel run is not supported yet)")
+    overrides = {k: getattr(args, k) for k in _TRAIN_FLAGS}
+    overrides.update(_set_values(args.set_values))
+    spec = apply_overrides(_load(args.file), overrides)
+    wants_cuda = (args.device or spec.ir.training.options.get("device", "auto")) != "cpu" and torch.cuda.is_available()
+    dist.init_process_group(backend="nccl" if wants_cuda else "gloo")
+    try:
+        rank = dist.get_rank()
+        out = args.out or (_default_run_dir(spec.ir.name) if rank == 0 else None)
+        trainer = Trainer(spec, out, progress=not args.quiet and rank == 0, log=log, distributed=True)
+        result = trainer.run()
+    finally:
+        dist.destroy_process_group()
+    if rank == 0:
+        print(_summary(result))
+    return EXIT_USER if result.status == "diverged" else EXIT_OK
+
+
+def _set_values(items: list[str]) -> dict[str, str]:
+    values = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UserError(f"--set expects KEY=VALUE, got '{item}'")
+        values[key.strip()] = value.strip()
+    return values
 
 
 _TRAIN_FLAGS = ("epochs", "surgery", "optimizer", "align", "grouping", "seed", "device", "dtype")
@@ -258,6 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "--set validate='test every 100' --set checkpoint_every=500")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
     p.add_argument("--quiet", action="store_true", help="log lines instead of a progress bar")
+    p.add_argument("--distributed", action="store_true",
+                   help="data-parallel training under torchrun (gloo on CPU, NCCL on GPUs)")
     p.set_defaults(run=_cmd_train)
 
     p = sub.add_parser("eval", help="re-test a saved run (best-validation and final model)")

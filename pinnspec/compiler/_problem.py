@@ -34,6 +34,12 @@ class TorchPointSet:
     face_slices: tuple[slice, ...] | None = None
     partner: torch.Tensor | None = None  # [N, d] periodic partner points
     observed: torch.Tensor | None = None  # [N, n_observed]
+    total: int | None = None  # points in the whole set (> N on a shard of a data-parallel run)
+
+    @property
+    def count(self) -> int:
+        """The divisor of this set's means: every point of the set, on every rank."""
+        return len(self.x) if self.total is None else self.total
 
 
 @dataclass
@@ -111,13 +117,22 @@ class CompiledProblem:
         self._validation = None
 
     # ================================================================== points
-    def sample(self, epoch: int, seed: int | None = None, *, device="cpu", dtype=torch.float32) -> Points:
-        """The points of ``epoch`` (a pure function of seed and epoch), as tensors."""
+    def sample(self, epoch: int, seed: int | None = None, *, device="cpu", dtype=torch.float32,
+               shard: tuple[int, int] | None = None) -> Points:
+        """The points of ``epoch`` (a pure function of seed and epoch), as tensors.
+
+        ``shard = (rank, world)``: this rank's rows of every set (data-parallel
+        training); the shards of all ranks are exactly the single-process sample,
+        and losses divide by the whole set's count, so summing the ranks' losses
+        and gradients gives the single-process ones."""
         sets = self.point_plan.sample(self.seed if seed is None else int(seed), int(epoch))
-        return Points(int(epoch), [self._to_torch(s, device, dtype) for s in sets])
+        if shard is not None:
+            sets = [_shard(s, *shard) for s in sets]
+        return Points(int(epoch), [self._to_torch(s, device, dtype, total) for s, total in
+                                   (sets if shard is not None else [(s, None) for s in sets])])
 
     @staticmethod
-    def _to_torch(s: PointSet, device, dtype) -> TorchPointSet:
+    def _to_torch(s: PointSet, device, dtype, total: int | None = None) -> TorchPointSet:
         def t(a):
             return None if a is None else torch.as_tensor(a, dtype=dtype, device=device)
 
@@ -125,7 +140,7 @@ class CompiledProblem:
         partner = t(s.partner)
         if partner is not None:
             partner.requires_grad_(True)
-        return TorchPointSet(x, s.face_slices, partner, t(s.observed))
+        return TorchPointSet(x, s.face_slices, partner, t(s.observed), total)
 
     # ================================================================== params
     def init_params(self, *, device="cpu", dtype=torch.float32) -> dict[str, torch.nn.Parameter]:
@@ -184,14 +199,17 @@ class CompiledProblem:
                grouping: str | None = None) -> Losses:
         residuals = self.residuals(model, points, params)
         squares = {name: self.point_squares(r) for name, r in residuals.items()}
-        conditions = {name: sq.mean() for name, sq in squares.items()}
+        counts = {name: points.sets[ck.set_index].count for name, ck in self.condition_kernels.items()}
+        # sum / count rather than mean: on a shard, count is the whole set's (see `sample`)
+        conditions = {name: sq.sum() / counts[name] for name, sq in squares.items()}
         g = self.ir.grouping(grouping)
         tasks = []
         for task in g.tasks:
             total = 0
             for weight, atom in task.terms:
                 if isinstance(atom, ir.PoolLoss):
-                    value = torch.cat([squares[c] for c in atom.conditions]).mean()
+                    value = (torch.cat([squares[c] for c in atom.conditions]).sum()
+                             / sum(counts[c] for c in atom.conditions))
                 else:
                     value = conditions[atom.condition]
                 total = total + weight * value
@@ -287,6 +305,27 @@ class CompiledProblem:
             if isinstance(s.region, ir.PeriodicPairs):
                 lines.append("  (evaluated on both ends of the periodic pairs)")
         return "\n".join(lines)
+
+
+def _shard(s: PointSet, rank: int, world: int) -> tuple[PointSet, int]:
+    """This rank's rows of a point set (per face for a union of faces), and the set's size."""
+    def rows(n: int) -> np.ndarray:
+        return np.array_split(np.arange(n), world)[rank]
+
+    if s.face_slices is None:
+        index = rows(len(s.x))
+        faces = None
+    else:
+        parts, faces, start = [], [], 0
+        for f in s.face_slices:
+            mine = np.arange(f.start, f.stop)[rows(f.stop - f.start)]
+            parts.append(mine)
+            faces.append(slice(start, start + len(mine)))
+            start += len(mine)
+        index = np.concatenate(parts)
+        faces = tuple(faces)
+    pick = (lambda a: None if a is None else a[index])  # noqa: E731
+    return PointSet(s.x[index], faces, pick(s.partner), pick(s.observed)), len(s.x)
 
 
 def _lookup_rows(pts: np.ndarray, vals: np.ndarray, x: np.ndarray) -> np.ndarray:

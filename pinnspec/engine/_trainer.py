@@ -113,10 +113,26 @@ class Trainer:
     """Trains one checked spec; writes its run directory when ``out`` is given."""
 
     def __init__(self, spec, out: str | None = None, *, progress: bool = False, log=None,
-                 device_override: str | None = None):
+                 device_override: str | None = None, distributed: bool = False):
         """``progress``: a tqdm bar; ``log``: a callable that gets one line per
-        validation and the closing message (``--quiet`` logs instead of the bar)."""
+        validation and the closing message (``--quiet`` logs instead of the bar).
+
+        ``distributed``: data-parallel training in an initialised
+        ``torch.distributed`` process group (``torchrun``): each rank evaluates
+        its shard of every point set, the m loss-specific gradients (and the
+        losses) are all-reduced, and every rank runs the identical
+        surgery/optimizer/GUA step; rank 0 alone writes the run directory."""
         self.allocator = tune_allocator()
+        self.rank, self.world = 0, 1
+        if distributed:
+            import torch.distributed as dist
+
+            if not dist.is_initialized():
+                raise ValueError("--distributed needs a torch.distributed process group: launch with torchrun")
+            self.rank, self.world = dist.get_rank(), dist.get_world_size()
+            if self.rank != 0:
+                out, progress, log = None, False, None
+        self.distributed = distributed
         self.spec = spec
         self.out = out
         self.progress = progress
@@ -128,6 +144,8 @@ class Trainer:
         self.seed = int(options.get("seed", 0))
         self.checkpoint_every = int(options.get("checkpoint_every", 1000))
         self.device = resolve_device(device_override or options.get("device"))
+        if distributed and self.device.type == "cuda":
+            self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", self.rank)) % torch.cuda.device_count())
         self.dtype = torch.float64 if options.get("dtype") == "float64" else torch.float32
         self.grouping = p.grouping()
         self.problem = compile_spec(spec)
@@ -176,7 +194,8 @@ class Trainer:
     def _points_for(self, epoch: int):
         block = self.problem.point_plan.block(epoch)
         if block != self._points_block:
-            self._points = self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype)
+            shard = (self.rank, self.world) if self.distributed else None
+            self._points = self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype, shard=shard)
             self._points_block = block
         return self._points
 
@@ -192,9 +211,16 @@ class Trainer:
         hessian_due = self.optimizer.hessian_due(self.optimizer_state)
         G = loss_gradients(losses.task_list, self.theta, retain_graph=hessian_due)  # [m, p]
         hessian = None
-        if hessian_due:
+        if hessian_due:  # the same probes on every rank: the sum of the estimates is the whole loss's
             hessian = hutchinson_diagonal(sum(losses.task_list), self.theta, generator=self.chain_generator)
-        tasks = losses.tasks.detach()  # [m]
+        logged = torch.cat([losses.tasks.detach(),
+                            torch.stack([losses.conditions[c].detach() for c in self.condition_names])])
+        if self.distributed:  # every rank holds its shard's share of each mean: the sums are the means
+            import torch.distributed as dist
+
+            for tensor in (G, logged) + ((hessian,) if hessian is not None else ()):
+                dist.all_reduce(tensor)
+        tasks = logged[: self.grouping.m]  # [m]
         theta = self._theta_flat()
         a, surgery_state = self.surgery(G, self.surgery_state, generator=self.chain_generator)  # [p]
         u, tentative = self.optimizer.propose(a, self.optimizer_state, params=theta, hessian=hessian)  # [p]
@@ -209,8 +235,7 @@ class Trainer:
         self.surgery_state, self.optimizer_state = surgery_state, optimizer_state
 
         row: dict[str, Any] = {"epoch": epoch, "lr": lr}
-        scalars = torch.cat([tasks.sum().reshape(1), tasks,
-                             torch.stack([losses.conditions[c].detach() for c in self.condition_names])]).tolist()
+        scalars = torch.cat([tasks.sum().reshape(1), logged]).tolist()
         row["loss"] = scalars[0]
         for i, value in enumerate(scalars[1: 1 + self.grouping.m]):
             row[f"task{i}"] = value
