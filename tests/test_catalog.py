@@ -16,11 +16,7 @@ IMPLEMENTED_BY = {
     "reference": "pinnspec.references",
     "schedule": "pinnspec.engine",
 }
-KINDS = [pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="schedules arrive with the training engine"))
-         if k == "schedule" else k for k in catalog.BUILTINS]
-
-
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", list(catalog.BUILTINS))
 def test_catalog_equals_registry(kind):
     importlib.import_module(IMPLEMENTED_BY[kind])
     registry = REGISTRIES[kind]

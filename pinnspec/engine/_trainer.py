@@ -261,7 +261,7 @@ class Trainer:
             if not torch.isfinite(losses.task_list[i]):
                 bad = [c for c in self.condition_names if not torch.isfinite(losses.conditions[c])]
                 where = f" (condition {', '.join(bad)})" if bad else ""
-                value = float(losses.task_list[i])
+                value = float(losses.task_list[i].detach())
                 return f"training diverged at epoch {epoch}: the loss of task {i} '{label}'{where} is {value}"
         for i, label in enumerate(self.grouping.labels):
             if not torch.isfinite(G[i]).all():
