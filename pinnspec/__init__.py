@@ -32,7 +32,7 @@ def train(spec, **kwargs):
     return _train(spec, **kwargs)
 
 
-_LAZY_SUBMODULES = {"surgery", "optim", "align", "references", "sampling", "models", "compiler", "engine", "ir", "catalog",
+_LAZY_SUBMODULES = {"surgery", "optim", "align", "references", "sampling", "models", "compiler", "engine", "forward", "sweep", "bench", "plots", "ir", "catalog",
                     "registry", "lang", "cli"}
 _LANG_NAMES = {"Spec", "SpecError", "load", "loads"}
 

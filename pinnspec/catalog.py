@@ -89,6 +89,7 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     "device": ("choice:auto|cpu|cuda", "auto"),
     "dtype": ("choice:float32|float64", "float32"),
     "checkpoint_every": ("int", 1000),
+    "engine": ("choice:auto|autograd|forward", "auto"),
 }
 
 #: What a spec without the statement gets.

@@ -203,18 +203,13 @@ _TRAIN_FLAGS = ("epochs", "surgery", "optimizer", "align", "grouping", "seed", "
 
 
 def _cmd_eval(args) -> int:
-    import torch
-
-    from ..engine import Trainer
     from .._files import read_json
+    from ..engine import load_run
 
     run = args.run_dir
     if not os.path.isfile(os.path.join(run, "checkpoint.pt")):
         raise UserError(f"{run}: error: no checkpoint.pt here (is it a run directory?)")
-    spec = load(os.path.join(run, "config.pinn"))
-    trainer = Trainer(spec, None, device_override=args.device)
-    trainer.load_state_dict(torch.load(os.path.join(run, "checkpoint.pt"), weights_only=False,
-                                       map_location=trainer.device))
+    trainer = load_run(run, device=args.device, out=None)
     result = trainer.result()
     saved = read_json(os.path.join(run, "result.json")) if os.path.isfile(os.path.join(run, "result.json")) else {}
     print(f"{run}: re-tested on {len(trainer.test_points)} test points ({trainer.device})")
@@ -236,6 +231,12 @@ def _cmd_plot(args) -> int:
     for path in paths:
         print(path)
     return EXIT_OK
+
+
+def _cmd_sweep(argv: list[str]) -> int:
+    from ..sweep import main as sweep_main
+
+    return sweep_main(argv)
 
 
 def _cmd_bench(args) -> int:
@@ -309,6 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.set_defaults(run=_cmd_plot)
 
+    p = sub.add_parser("sweep", help="a grid of runs (spec x settings x seeds) on a local pool or a Ray cluster",
+                       description="pinnspec sweep FILE|SWEEP.toml [--grid KEY=V1,V2 ...] [--seeds 0,1,2] "
+                                   "[--set KEY=VALUE ...] [--out DIR] [--jobs N] [--threads T] [--ray auto|ADDRESS] "
+                                   "[--dry-run]")
+    p.set_defaults(run=lambda _: _cmd_sweep(["--help"]))
+
     p = sub.add_parser("bench", help="benchmarks: speed (vs hand-written torch), overhead (surgery + GUA)",
                        add_help=False)
     p.add_argument("name", metavar="NAME", help="speed | overhead (NAME --help lists its options)")
@@ -318,8 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "sweep":  # the sweep has its own parser (options may precede FILE)
+        args = argparse.Namespace(run=lambda _: _cmd_sweep(argv[1:]))
+    else:
+        args = build_parser().parse_args(argv)
     try:
         return args.run(args)
     except UserError as err:

@@ -12,6 +12,7 @@ the union of its members' points; a task is a weighted sum of those.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,6 +83,10 @@ class CompiledProblem:
         self.dim = len(self.coordinates)
         self.point_plan = PointPlan(p)
         self.seed = int(p.training.options.get("seed", 0))
+        #: how input derivatives are computed: "autograd" (nested reverse mode, any model),
+        #: "forward" (Taylor propagation through pinnspec's MLP), "auto" (forward when the model allows)
+        self.engine = p.training.options.get("engine", "auto")
+        self._notified = False
 
         pending: list[tuple[ir.Condition, list[Kernel]]] = []
         all_kernels: list[Kernel] = []
@@ -160,14 +165,27 @@ class CompiledProblem:
         for index, cks in by_set.items():
             s = points.sets[index]
             plan = self.plans[index]
-            values = plan.evaluate(model(s.x), s.x)
-            partner_values = plan.evaluate(model(s.partner), s.partner) if s.partner is not None else None
+            values = self.derivatives(model, plan, s.x)
+            partner_values = self.derivatives(model, plan, s.partner) if s.partner is not None else None
             for ck in cks:
                 r = self._evaluate(ck, s, s.x, values, params)
                 if ck.periodic:
                     r = r - self._evaluate(ck, s, s.partner, partner_values, params)
                 out[ck.condition] = r
         return out
+
+    def derivatives(self, model, plan: DerivativePlan, x: torch.Tensor) -> dict:
+        """The values the plan needs, by the problem's derivative engine."""
+        if self.engine != "autograd":
+            from ..forward import forward_values, supports
+
+            if supports(model):
+                return forward_values(model, plan, x)
+            if self.engine == "forward" and not self._notified:
+                self._notified = True
+                print(f"pinnspec: the forward derivative engine does not cover {type(model).__name__}; "
+                      "using nested autograd", file=sys.stderr)
+        return plan.evaluate(model(x), x)
 
     def _evaluate(self, ck: ConditionKernels, s: TorchPointSet, x, values, params) -> torch.Tensor:
         if not ck.per_face:

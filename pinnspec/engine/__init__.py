@@ -10,7 +10,7 @@ import os
 from ._gradients import loss_gradients
 from ._trainer import Result, Trainer, TrainingDiverged, resolve_device
 
-__all__ = ["train", "resume", "Result", "Trainer", "TrainingDiverged", "loss_gradients", "resolve_device"]
+__all__ = ["train", "resume", "load_run", "Result", "Trainer", "TrainingDiverged", "loss_gradients", "resolve_device"]
 
 
 def _as_spec(spec):
@@ -33,14 +33,22 @@ def train(spec, *, epochs=None, surgery=None, optimizer=None, align=None, groupi
     return Trainer(spec, out, progress=progress, log=log).run()
 
 
-def resume(run_dir: str, *, progress=False, log=None) -> Result:
-    """Continue a run from its last checkpoint (bit for bit, same device)."""
+def load_run(run_dir: str, *, progress=False, log=None, device=None, out: str | None | bool = True) -> Trainer:
+    """A Trainer restored from a run directory's config.pinn and checkpoint.pt."""
     import torch
 
-    from ..lang import load
+    from ..lang import loads
 
-    spec = load(os.path.join(run_dir, "config.pinn"))
-    trainer = Trainer(spec, run_dir, progress=progress, log=log)
-    trainer.load_state_dict(torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=False,
-                                       map_location=trainer.device))
-    return trainer.run()
+    checkpoint = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=False, map_location="cpu")
+    config = os.path.join(run_dir, "config.pinn")
+    with open(config, encoding="utf-8") as fh:
+        spec = loads(fh.read(), filename=config, base_dir=checkpoint.get("source_dir"))
+    trainer = Trainer(spec, run_dir if out is True else out or None, progress=progress, log=log,
+                      device_override=device)
+    trainer.load_state_dict(checkpoint)
+    return trainer
+
+
+def resume(run_dir: str, *, progress=False, log=None) -> Result:
+    """Continue a run from its last checkpoint (bit for bit, same device)."""
+    return load_run(run_dir, progress=progress, log=log).run()

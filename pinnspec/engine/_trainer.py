@@ -410,6 +410,7 @@ class Trainer:
     def state_dict(self) -> dict:
         return {
             "version": __version__,
+            "source_dir": self.spec.ir.source_dir,  # relative data/reference paths of config.pinn resolve here
             "epoch": self.epoch,
             "model": self.model.state_dict(),
             "params": {k: v.detach() for k, v in self.params.items()},

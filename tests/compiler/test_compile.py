@@ -70,6 +70,7 @@ def test_equations_of_a_system_share_one_point_set():
 @pytest.mark.parametrize("spec,calls", [("burgers", 2), ("schrodinger", 4), ("poisson5d", 6), ("beltrami", 13)])
 def test_each_derivative_is_computed_once(spec, calls, monkeypatch):
     problem = pinnspec.compile(ROOT / "specs" / f"{spec}.pinn")
+    problem.engine = "autograd"  # the nested-autograd plan (the forward engine makes no grad calls)
     counted = []
     real = torch.autograd.grad
 
@@ -118,6 +119,27 @@ def test_param_gradients_flow():
     losses = problem.losses(model, problem.sample(0), params)
     losses.tasks.sum().backward()
     assert params["k"].grad is not None and params["k"].grad.abs() > 0
+
+
+def test_forward_and_autograd_engines_give_the_same_losses():
+    problem = pinnspec.compile(ROOT / "specs" / "schrodinger.pinn")
+    model = small_model(problem)
+    points = problem.sample(0, dtype=torch.float64)
+    problem.engine = "autograd"
+    a = problem.losses(model, points).tasks
+    problem.engine = "forward"
+    f = problem.losses(model, points).tasks
+    assert torch.allclose(a, f, rtol=1e-10)
+
+
+def test_forward_engine_falls_back_for_other_models(capsys):
+    problem = pinnspec.compile(ROOT / "specs" / "burgers.pinn")
+    problem.engine = "forward"
+    seq = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1)).double()
+    points = problem.sample(0, dtype=torch.float64)
+    problem.losses(seq, points)
+    problem.losses(seq, points)
+    assert capsys.readouterr().err.count("using nested autograd") == 1
 
 
 def test_sampling_is_pure_in_seed_and_epoch():

@@ -1,0 +1,354 @@
+"""Running a sweep: which runs are finished, which resume, which start; the
+local process pool and the Ray backend; the table at the end."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+
+from .. import __version__
+from .._files import atomic_write_text, read_json
+from ._plan import Run, Sweep, SweepError, plan
+from ._table import summarize, write_tables
+from ._worker import init_pool_worker, run_one
+
+FINISHED = ("completed", "diverged")  # a rerun from the same seed repeats a divergence exactly
+LOCK = ".sweep.lock"
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def default_jobs(cores: int | None = None) -> int:
+    """Local worker processes: half the cores (1 on a 2-core machine), each with
+    ``cores // jobs`` torch threads."""
+    return max(1, (cores or cpu_count()) // 2)
+
+
+@dataclass
+class SweepReport:
+    """What :func:`run_sweep` did."""
+
+    out: str
+    runs: list[Run]
+    actions: dict[str, str]  # run name -> "skip" | "resume" | "fresh"
+    outcomes: dict[str, dict] = field(default_factory=dict)  # run name -> the worker's answer or {"error": ...}
+    rows: list[dict] = field(default_factory=list)  # one per run (pinnspec.sweep._table.read_run)
+    table: list[dict] = field(default_factory=list)  # one per setting
+    paths: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> list[str]:
+        return [name for name, o in self.outcomes.items() if "error" in o]
+
+    @property
+    def stopped(self) -> list[str]:
+        """Runs that came back interrupted (Ctrl-C): a restart resumes them."""
+        return [name for name, o in self.outcomes.items() if o.get("result", {}).get("status") == "interrupted"]
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted or self.stopped:
+            return 130
+        return 1 if self.failed else 0
+
+
+# ---------------------------------------------------------------- what is left to do
+def run_action(run: Run) -> str:
+    """"skip": result.json says completed or diverged; "resume": a checkpoint is
+    there (killed or interrupted); "fresh": anything else.  Raises SweepError when
+    a finished or resumable run was made with other settings (its config.pinn
+    differs from the planned spec)."""
+    try:
+        status = read_json(os.path.join(run.run_dir, "result.json")).get("status")
+    except (OSError, ValueError):
+        status = None
+    if status in FINISHED:
+        action = "skip"
+    elif os.path.isfile(os.path.join(run.run_dir, "checkpoint.pt")):
+        action = "resume"
+    else:
+        return "fresh"
+    try:
+        with open(os.path.join(run.run_dir, "config.pinn"), encoding="utf-8") as fh:
+            same = fh.read() == run.source
+    except OSError:
+        same = False
+    if not same:
+        raise SweepError(f"{run.run_dir}: error: this run was made with other settings than the sweep asks for "
+                         f"(its config.pinn differs from the planned spec); give another --out, or delete the "
+                         f"folder to run it again")
+    return action
+
+
+class _Lock:
+    """OUT/.sweep.lock: one sweep process per output folder (a stale lock of a
+    process that is gone on this host is taken over)."""
+
+    def __init__(self, out: str):
+        self.path = os.path.join(out, LOCK)
+        self.held = False
+
+    def __enter__(self):
+        host = socket.gethostname()
+        for _ in range(2):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    with open(self.path, encoding="utf-8") as fh:
+                        other = json.loads(fh.read())
+                except (OSError, ValueError):
+                    other = {}
+                if other.get("host") == host and not _alive(other.get("pid")):
+                    os.unlink(self.path)
+                    continue
+                raise SweepError(f"{os.path.dirname(self.path)}: error: another sweep (pid {other.get('pid')} on "
+                                 f"{other.get('host')}) is running in this folder; if it is gone, delete "
+                                 f"{self.path}") from None
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps({"pid": os.getpid(), "host": host}))
+            self.held = True
+            return self
+        raise SweepError(f"{self.path}: error: cannot take the lock")
+
+    def __exit__(self, *exc):
+        if self.held:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+
+def _alive(pid) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# ---------------------------------------------------------------- backends
+def _run_local(tasks: list[dict], jobs: int, threads: int, done) -> None:
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context,
+                             initializer=init_pool_worker, initargs=(threads,)) as pool:
+        futures = {pool.submit(run_one, task): task for task in tasks}
+        reported = set()
+        try:
+            for future in as_completed(futures):
+                reported.add(future)
+                try:
+                    answer = future.result()
+                except Exception as err:  # noqa: BLE001  (recorded; the other runs go on)
+                    done(futures[future], None, err)
+                else:
+                    done(futures[future], answer, None)
+        except KeyboardInterrupt:
+            # one SIGINT to each worker (they left the terminal's process group): a run finishes its
+            # epoch, checkpoints and returns "interrupted"; a second Ctrl-C stops them at once
+            for future in futures:
+                future.cancel()
+            _interrupt_workers(pool)
+            try:
+                pool.shutdown(wait=True, cancel_futures=True)
+            except KeyboardInterrupt:
+                _interrupt_workers(pool)
+                raise
+            for future, task in futures.items():
+                if future not in reported and future.done() and not future.cancelled() and future.exception() is None:
+                    done(task, future.result(), None)
+            raise
+
+
+def _interrupt_workers(pool) -> None:
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            os.kill(process.pid, signal.SIGINT)
+        except (OSError, AttributeError):
+            pass
+
+
+def ray_connect(address: str, cpus: int | None = None) -> bool:
+    """Connect to a Ray cluster: ``address`` "auto" joins the running one (``ray
+    start``, or RAY_ADDRESS) and else starts a local one with ``cpus`` CPUs; any
+    other address is joined.  An already initialised Ray is used as it is.
+    Returns whether this call initialised Ray (and so should shut it down)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if address == "auto":
+        try:
+            ray.init(address="auto")
+        except ConnectionError:
+            ray.init(num_cpus=cpus or cpu_count(), include_dashboard=False)
+    else:
+        ray.init(address=address)
+    return True
+
+
+def _run_ray(tasks: list[dict], threads: int, gpus: float, jobs: int | None, done) -> None:
+    import ray
+
+    remote = ray.remote(num_cpus=threads, num_gpus=gpus, max_retries=0)(run_one)
+    queue, pending = list(tasks), {}
+    limit = jobs or len(tasks)
+    try:
+        while queue or pending:
+            while queue and len(pending) < limit:
+                task = queue.pop(0)
+                pending[remote.remote(task)] = task
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                task = pending.pop(ref)
+                try:
+                    done(task, ray.get(ref), None)
+                except Exception as err:  # noqa: BLE001
+                    done(task, None, err)
+    except KeyboardInterrupt:
+        # a running task gets a KeyboardInterrupt through its SIGINT handler: it checkpoints and stops
+        for ref in pending:
+            ray.cancel(ref)
+        if pending:
+            ray.wait(list(pending), num_returns=len(pending), timeout=60)
+        raise
+
+
+# ---------------------------------------------------------------- the sweep
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def run_sweep(sweep: Sweep, *, jobs: int | None = None, threads: int | None = None, ray: str | None = None,
+              gpus_per_run: float = 0.0, log=_stderr, dry_run: bool = False) -> SweepReport:
+    """Run every planned run of ``sweep`` that is not finished, then write the
+    table (OUT/summary.md, summary.csv, runs.csv).
+
+    ``jobs``: local worker processes (default half the cores, 1 on a 2-core
+    machine), or with Ray the most runs in flight (default: as many as Ray
+    schedules).  ``threads``: torch threads per run (default max(1, cores //
+    jobs), cores being this machine's or the Ray cluster's CPUs).  ``ray``:
+    None (local pool), "auto" or a cluster address.  Raises SweepError (nothing
+    started) when the sweep is invalid or a run folder holds other settings."""
+    runs = plan(sweep)
+    out = os.path.dirname(runs[0].run_dir) if runs else os.path.abspath(sweep.out or sweep.default_out())
+    actions, stale = {}, []
+    for run in runs:
+        try:
+            actions[run.name] = run_action(run)
+        except SweepError as err:
+            actions[run.name] = "stale"
+            stale.append(str(err))
+    report = SweepReport(out=out, runs=runs, actions=actions)
+    todo = [run for run in runs if actions[run.name] != "skip"]
+    counts = {a: sum(v == a for v in actions.values()) for a in ("skip", "resume", "fresh")}
+    summary = (f"sweep: {len(runs)} runs in {out}: {counts['skip']} finished (skipped), "
+               f"{counts['resume']} to resume, {counts['fresh']} to start")
+    if dry_run:
+        log(summary)
+        for run in runs:
+            log(f"  {actions[run.name]:6s} {run.name}")
+    if stale:
+        more = f" (and {len(stale) - 1} more run folders like it)" if len(stale) > 1 else ""
+        raise SweepError(stale[0] + more)
+    if dry_run:
+        return report
+
+    keys = list(sweep.grid)
+    os.makedirs(out, exist_ok=True)
+    with _Lock(out):
+        atomic_write_text(os.path.join(out, "sweep.json"), json.dumps({
+            "spec": os.path.abspath(sweep.spec), "grid": sweep.grid, "fixed": sweep.fixed,
+            "seeds": sorted({r.seed for r in runs}), "runs": [r.name for r in runs], "version": __version__},
+            indent=2) + "\n")
+        shut_down_ray = False
+        try:
+            if todo:
+                if ray:
+                    shut_down_ray = ray_connect(ray)
+                    import ray as ray_module
+
+                    cpus = int(ray_module.cluster_resources().get("CPU", 1))
+                    threads = threads or max(1, cpus // (jobs or cpus))
+                    largest = max((n["Resources"].get("CPU", 0) for n in ray_module.nodes() if n.get("Alive")),
+                                  default=0)
+                    if threads > largest:  # Ray would wait for such a node forever
+                        raise SweepError(f"--threads {threads}: no node of the Ray cluster has that many CPUs "
+                                         f"(the largest has {largest:g})")
+                    where = f"Ray ({ray}, {cpus} CPUs), {threads} torch thread(s) per run"
+                else:
+                    cores = cpu_count()
+                    jobs = jobs or default_jobs(cores)
+                    threads = threads or max(1, cores // jobs)
+                    where = f"{min(jobs, len(todo))} local process(es) x {threads} torch thread(s)"
+                log(f"{summary}; on {where}")
+                tasks = [{"name": r.name, "run_dir": r.run_dir, "source": r.source, "filename": r.filename,
+                          "base_dir": r.base_dir, "action": actions[r.name], "threads": threads} for r in todo]
+                finished = [0]
+                started = time.perf_counter()
+
+                def done(task, answer, error):
+                    finished[0] += 1
+                    prefix = f"[{finished[0]}/{len(tasks)}] {task['name']}"
+                    if error is not None:
+                        text = f"{type(error).__name__}: {error}"
+                        if isinstance(error, BrokenProcessPool):
+                            text += (" (a worker process died: out of memory, killed, or a script that calls "
+                                     "run_sweep without `if __name__ == \"__main__\":`, which spawned workers need)")
+                        report.outcomes[task["name"]] = {"error": text}
+                        log(f"{prefix}: FAILED: {text}")
+                        return
+                    report.outcomes[task["name"]] = answer
+                    log(f"{prefix}: {_describe(answer)}")
+
+                try:
+                    if ray:
+                        _run_ray(tasks, threads, gpus_per_run, jobs, done)
+                    else:
+                        _run_local(tasks, jobs, threads, done)
+                except KeyboardInterrupt:
+                    report.interrupted = True
+                    log("interrupted: the runs in progress checkpointed; run the same command again to continue")
+                log(f"sweep: {finished[0]} run(s) in {time.perf_counter() - started:.1f} s")
+            else:
+                log(summary)
+        finally:
+            if shut_down_ray:
+                import ray as ray_module
+
+                ray_module.shutdown()
+        from ._table import read_run
+
+        report.rows = [read_run(run) for run in runs]
+        report.table = summarize(report.rows, keys)
+        report.paths = write_tables(out, report.rows, keys, title=os.path.basename(sweep.spec))
+    return report
+
+
+def _describe(answer: dict) -> str:
+    result = answer["result"]
+    how = f"resumed from epoch {answer['resumed_from']}, " if answer.get("action") == "resume" else ""
+    text = f"{result['status']} ({how}{result['epochs_done']}/{result['epochs']} epochs, {answer['wall_s']:.1f} s)"
+    if result["status"] == "completed" and result.get("rel_l2") is not None:
+        text += f", rel_l2 {float(result['rel_l2']):.3e}"
+    elif result.get("message"):
+        text += f": {result['message']}"
+    return text

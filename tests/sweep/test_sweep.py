@@ -1,0 +1,167 @@
+"""pinnspec sweep: a 2 x 2 grid on the local pool gives a 4-row table; a restart
+skips finished runs; an interrupted run (with a checkpoint) is resumed and ends
+like an uninterrupted one; a diverged run is counted, not averaged; a Ray
+cluster gives the same numbers; an invalid grid key stops everything."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pinnspec._files import read_csv
+from pinnspec.sweep import Run, Sweep, SweepError, main, plan, read_run, run_sweep, summarize
+
+TINY = Path(__file__).resolve().parents[1] / "engine" / "data" / "tiny.pinn"
+FIXED = ["--set", "epochs=20", "--set", "checkpoint_every=5"]
+GRID = ["--grid", "surgery=config,pcgrad", "--grid", "align=gua,none", *FIXED, "--seeds", "0", "--threads", "1"]
+VOLATILE = {"train_time_s", "peak_memory_mb", "run_dir", "message"}
+
+
+def without_time(rows):
+    return [{k: v for k, v in row.items() if not k.startswith("train_time_s")} for row in rows]
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep") / "local"
+    assert main([str(TINY), *GRID, "--jobs", "2", "--out", str(out)]) == 0
+    return out
+
+
+def test_local_pool_runs_the_grid_into_one_table(local):
+    table = read_csv(local / "summary.csv")
+    assert [(r["surgery"], r["align"]) for r in table] == [("config", "gua"), ("config", "none"),
+                                                           ("pcgrad", "gua"), ("pcgrad", "none")]
+    for row in table:
+        assert (row["runs"], row["completed"], row["diverged"], row["failed"]) == ("1", "1", "0", "0")
+        assert 0 < float(row["rel_l2_mean"]) < 10 and 0 <= float(row["R_u_mean"]) <= 1
+        assert (row["R_p_mean"] == "") == (row["align"] == "none")
+    for name in ("surgery=config__align=gua__seed=0", "surgery=pcgrad__align=none__seed=0"):
+        assert json.loads((local / name / "result.json").read_text())["status"] == "completed"
+    markdown = (local / "summary.md").read_text()
+    assert sum(line.startswith("| `") for line in markdown.splitlines()) == 4
+    assert len(read_csv(local / "runs.csv")) == 4
+
+
+def test_restart_skips_finished_runs(local, capsys):
+    results = sorted(local.glob("*/result.json"))
+    before = {p: p.stat().st_mtime_ns for p in results}
+    table = (local / "summary.csv").read_text()
+    assert main([str(TINY), *GRID, "--out", str(local)]) == 0
+    assert "4 finished (skipped), 0 to resume, 0 to start" in capsys.readouterr().err
+    assert {p: p.stat().st_mtime_ns for p in results} == before
+    assert (local / "summary.csv").read_text() == table
+
+
+def test_interrupted_run_is_resumed_and_a_diverged_run_is_counted(local, tmp_path):
+    import torch
+
+    import pinnspec
+
+    sweep = Sweep(TINY, grid={"surgery": ["config"], "align": ["gua"], "optimizer": ["adam(lr = 5e-3)", "sgd(lr = 1e6)"]},
+                  seeds=[0], fixed={"epochs": 20, "checkpoint_every": 5}, out=tmp_path / "resume")
+    adam, sgd = plan(sweep)
+
+    def ctrl_c_at_epoch_10(line):
+        if line.startswith("epoch 10/"):
+            signal.raise_signal(signal.SIGINT)  # the trainer finishes the epoch, checkpoints, stops
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        spec = pinnspec.loads(adam.source, filename=adam.filename, base_dir=adam.base_dir)
+        partial = pinnspec.train(spec, out=adam.run_dir, log=ctrl_c_at_epoch_10)
+    finally:
+        torch.set_num_threads(threads)
+    assert partial.status == "interrupted" and partial.epochs_done == 10
+    assert os.path.isfile(os.path.join(adam.run_dir, "checkpoint.pt"))
+
+    report = run_sweep(sweep, jobs=1, threads=1, log=lambda line: None)
+    assert report.actions == {adam.name: "resume", sgd.name: "fresh"}
+    assert report.outcomes[adam.name]["resumed_from"] == 10
+    resumed = json.loads(Path(adam.run_dir, "result.json").read_text())
+    full = local / "surgery=config__align=gua__seed=0"
+    uninterrupted = json.loads((full / "result.json").read_text())
+    assert resumed["status"] == "completed"
+    assert {k: v for k, v in resumed.items() if k not in VOLATILE} == \
+           {k: v for k, v in uninterrupted.items() if k not in VOLATILE}
+    assert Path(adam.run_dir, "history.csv").read_text() == (full / "history.csv").read_text()
+
+    assert json.loads(Path(sgd.run_dir, "result.json").read_text())["status"] == "diverged"
+    table = {row["optimizer"]: row for row in report.table}
+    assert (table["sgd(lr = 1e6)"]["completed"], table["sgd(lr = 1e6)"]["diverged"]) == (0, 1)
+    assert table["sgd(lr = 1e6)"]["rel_l2_mean"] is None
+    assert table["adam(lr = 5e-3)"]["rel_l2_mean"] == resumed["rel_l2"]
+    assert "0/1 (1 diverged)" in Path(report.paths["markdown"]).read_text()
+    again = run_sweep(sweep, log=lambda line: None)  # both finished: nothing runs
+    assert set(again.actions.values()) == {"skip"} and again.outcomes == {}
+
+
+def test_ray_gives_the_same_table(local, tmp_path, capsys):
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        assert main([str(TINY), *GRID, "--ray", "auto", "--out", str(tmp_path / "ray")]) == 0
+    finally:
+        ray.shutdown()
+    assert "0 finished (skipped), 0 to resume, 4 to start; on Ray (auto, 2 CPUs)" in capsys.readouterr().err
+    assert without_time(read_csv(tmp_path / "ray" / "summary.csv")) == without_time(read_csv(local / "summary.csv"))
+    assert without_time(read_csv(tmp_path / "ray" / "runs.csv")) == without_time(read_csv(local / "runs.csv"))
+
+
+def test_invalid_grid_key_is_an_error_naming_it(tmp_path, capsys):
+    out = tmp_path / "bad"
+    assert main([str(TINY), "--grid", "surgry=config,pcgrad", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "unknown setting 'surgry'; did you mean 'surgery'?" in err and "Traceback" not in err
+    assert main([str(TINY), "--grid", "surgery=config,pcgrd", "--grid", "align=gua,none", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "2 of 4 runs have invalid settings; nothing was started" in err
+    assert "unknown surgery 'pcgrd'; did you mean 'pcgrad'?" in err
+    assert not out.exists()
+
+
+def test_sweep_file_equals_the_command_line(tmp_path):
+    (tmp_path / "s.toml").write_text(f'spec = "{TINY}"\nout = "runs/x"\nseeds = [0, 1]\n'
+                                     '[grid]\nsurgery = ["config", "cagrad(c = 0.4)"]\nalign = ["gua", "none"]\n'
+                                     '[fixed]\nepochs = 20\ngrouping = "two"\n')
+    from_file = plan(Sweep.from_file(tmp_path / "s.toml"))
+    from_flags = plan(Sweep(str(TINY), grid={"surgery": ["config", "cagrad(c = 0.4)"], "align": ["gua", "none"]},
+                            seeds=[0, 1], fixed={"epochs": "20", "grouping": "two"}, out=tmp_path / "runs" / "x"))
+    assert from_file == from_flags
+    assert [r.name for r in from_file[:3]] == ["surgery=config__align=gua__seed=0", "surgery=config__align=none__seed=0",
+                                               "surgery=cagrad-c-0.4__align=gua__seed=0"]
+    (tmp_path / "bad.toml").write_text(f'spec = "{TINY}"\n[grid]\nsurgery = ["config"]\n[fixed]\nepoch = 20\n')
+    with pytest.raises(SweepError, match=r"bad.toml: error: \[fixed\]: unknown setting 'epoch'; did you mean 'epochs'"):
+        plan(Sweep.from_file(tmp_path / "bad.toml"))
+    (tmp_path / "bad2.toml").write_text(f'spec = "{TINY}"\nseed = [0]\n')
+    with pytest.raises(SweepError, match="unknown key 'seed'; did you mean 'seeds'"):
+        Sweep.from_file(tmp_path / "bad2.toml")
+
+
+def test_table_means_exclude_diverged_and_missing_runs(tmp_path):
+    def run(seed, status, rel_l2=None, r_p=None):
+        folder = tmp_path / f"align=gua__seed={seed}"
+        if status:
+            folder.mkdir()
+            (folder / "result.json").write_text(json.dumps({
+                "status": status, "epochs_done": 10, "rel_l2": rel_l2, "rel_l2_final": rel_l2, "train_time_s": 1.0,
+                "rates": {"R_g": 0.5, "R_a": 0.25, "R_u": 0.5, "R_p": r_p}}))
+        return Run(folder.name, (("align", "gua"),), seed, str(folder), "", "", "")
+
+    rows = [read_run(r) for r in (run(0, "completed", 1.0, 0.0), run(1, "completed", 3.0, 0.5),
+                                  run(2, "diverged", "nan"), run(3, None))]
+    (entry,) = summarize(rows, ["align"])
+    assert (entry["runs"], entry["completed"], entry["diverged"], entry["failed"]) == (4, 2, 1, 1)
+    assert entry["rel_l2_mean"] == 2.0 and entry["rel_l2_std"] == pytest.approx(2 ** 0.5)
+    assert entry["R_p_mean"] == 0.25 and entry["R_g_std"] == 0.0
+
+
+def test_importing_the_package_loads_neither_torch_nor_ray():
+    code = "import sys, pinnspec.sweep; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'ray')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
