@@ -1,8 +1,8 @@
 """Surgery methods against independent implementations (torchjd, conflictfree)."""
 
-import numpy as np
 import pytest
 import torch
+from surgery_cases import random_G
 
 from pinnspec.surgery import AlignedMTL, CAGrad, MConFIG, aggregate
 from pinnspec.surgery._methods import _pcgrad_weights
@@ -11,14 +11,6 @@ torchjd_aggregation = pytest.importorskip("torchjd.aggregation")
 cf_grad = pytest.importorskip("conflictfree.grad_operator")
 
 
-def random_G(m, p=40, *, correlated, seed, dtype=torch.float64):
-    """Rows with scales 1e-2 ... 1e2; correlated rows share a common component."""
-    rng = np.random.default_rng(seed)
-    G = rng.standard_normal((m, p))
-    if correlated:
-        G = rng.standard_normal(p) + 0.5 * G
-    G *= 10.0 ** rng.uniform(-2, 2, size=(m, 1))
-    return torch.from_numpy(G).to(dtype)
 
 
 CASES = [(m, correlated, seed) for m in (2, 3, 5, 8) for correlated in (False, True) for seed in range(2)]

@@ -4,9 +4,9 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 import torch
+from surgery_cases import random_G
 
 from pinnspec.registry import SURGERY, UnknownNameError
 from pinnspec.surgery import aggregate, make
@@ -42,13 +42,6 @@ def check_surgery_properties(name, G, *, rtol=1e-6):
     return a
 
 
-def random_G(m, p, *, correlated, seed, dtype=torch.float64):
-    rng = np.random.default_rng(seed)
-    G = rng.standard_normal((m, p))
-    if correlated:
-        G = rng.standard_normal(p) + 0.5 * G
-    G *= 10.0 ** rng.uniform(-2, 2, size=(m, 1))
-    return torch.from_numpy(G).to(dtype)
 
 
 @pytest.mark.parametrize("name", METHODS)
