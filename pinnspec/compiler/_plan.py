@@ -36,6 +36,10 @@ class DerivativePlan:
         return cls(fields, coordinates, tuple(sorted(needs, key=lambda k: (k[0], len(k[1]), k[1]))), tuple(steps))
 
     @property
+    def max_order(self) -> int:
+        return max((len(mi) for _, mi in self.needs), default=0)
+
+    @property
     def n_grad_calls(self) -> int:
         return len(self.steps)
 

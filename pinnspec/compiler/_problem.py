@@ -176,7 +176,11 @@ class CompiledProblem:
 
     def derivatives(self, model, plan: DerivativePlan, x: torch.Tensor) -> dict:
         """The values the plan needs, by the problem's derivative engine."""
-        if self.engine != "autograd":
+        # auto: forward propagation where it was measured to win (third and higher derivatives:
+        # 1.6-3.2x); at second order it ties nested autograd in time and held ~1.5x the memory
+        # (Burgers, `pinnspec bench speed`), so autograd stays the default there
+        wants_forward = self.engine == "forward" or (self.engine == "auto" and plan.max_order >= 3)
+        if wants_forward:
             from ..forward import forward_values, supports
 
             if supports(model):
