@@ -1,4 +1,4 @@
-"""Benchmarks: ``pinnspec bench speed`` and ``pinnspec bench overhead``.
+"""Benchmarks: ``pinnspec bench speed``, ``overhead``, ``gum`` and ``q2``.
 
     from pinnspec import bench
     rc = bench.speed.main(["--epochs", "20"])       # exit code: 0 ok, 1 a bad command line
@@ -10,21 +10,27 @@
 * ``overhead``: every surgery method, the GUA projection (both metrics), the
   Adam state alignment and the per-step diagnostics on random G, as a
   fraction of one Burgers epoch measured in the same process.
+* ``gum``: the paper's Q1 (ConFIG x optimizers, no alignment) through pinnspec.sweep; the measured
+  conflict rates next to the paper's (``pinnspec.bench._paper``).
+* ``q2``: the paper's Q2 (surgery methods x {base, +GUA}); rel-L2, Imp.% and conflict rates next to
+  the paper's.
 
-Importing this package loads no torch; ``bench.speed`` / ``bench.overhead``
-load on first use.
+Importing this package loads no torch; ``bench.speed`` / ``bench.overhead`` / ``bench.gum`` /
+``bench.q2`` load on first use.
 """
 
 from __future__ import annotations
 
 import importlib
 
-__all__ = ["BENCHMARKS", "main", "speed", "overhead"]
+__all__ = ["BENCHMARKS", "main", "speed", "overhead", "gum", "q2"]
 
 #: benchmark name -> one-line description (``pinnspec bench NAME``)
 BENCHMARKS = {
     "speed": "one Burgers epoch: pinnspec Trainer.step vs hand-written torch (time and memory ratios)",
     "overhead": "surgery, GUA projection, state alignment and diagnostics as a fraction of one epoch",
+    "gum": "Q1: ConFIG x optimizers, no alignment: measured R_g, R_a, R_u next to the paper's table",
+    "q2": "Q2: surgery methods x {base, +GUA}: rel-L2, Imp.% and conflict rates next to the paper's tables",
 }
 
 
