@@ -62,6 +62,8 @@ def build_parser() -> Parser:
     p.add_argument("--surgery", metavar="CALL", default=None, help="pinnspec's surgery (default: the spec's, config)")
     p.add_argument("--align", metavar="CALL", default=None, help="pinnspec's alignment (default: the spec's, gua)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--engine", choices=["auto", "autograd", "forward"], default="auto",
+                   help="pinnspec's derivative engine (train engine = ...; default auto)")
     p.add_argument("--memory-epochs", type=int, default=3, metavar="N",
                    help="epochs per memory subprocess (default 3; 0 skips the memory measurement)")
     p.add_argument("--profile", type=int, default=10, metavar="N",
@@ -78,11 +80,11 @@ def main(argv: list[str] | None = None) -> int:
 
 # ====================================================================== contenders
 def build_trainer(spec_path: str, *, points: int, grouping: str, surgery: str | None, align: str | None,
-                  device: torch.device, seed: int, epochs: int):
+                  device: torch.device, seed: int, epochs: int, engine: str = "auto"):
     from ..engine import Trainer
 
     overrides = {"grouping": grouping, "surgery": surgery, "align": align, "device": device.type, "seed": seed,
-                 "epochs": max(int(epochs), 1), "dtype": "float32"}
+                 "epochs": max(int(epochs), 1), "dtype": "float32", "engine": engine}
     return Trainer(load_spec(spec_path, points={"burgers": points}, overrides=overrides))
 
 
@@ -118,20 +120,22 @@ def run(args) -> int:
     spec_path = find_spec(args.spec)
     total_epochs = args.warmup + args.epochs + args.profile + args.torch_profile
     trainer = build_trainer(spec_path, points=args.points, grouping=args.grouping, surgery=args.surgery,
-                            align=args.align, device=device, seed=args.seed, epochs=total_epochs)
+                            align=args.align, device=device, seed=args.seed, epochs=total_epochs,
+                            engine=args.engine)
     hand = build_hand(points=args.points, grouping=args.grouping, device=device, seed=args.seed)
     same_weights, loss_difference, _ = same_problem(trainer, hand)
     t = trainer.spec.ir.training
     setting = {"points": f"{args.points} + {N_B} + {N_I}", "grouping": f"{args.grouping} (m = {trainer.grouping.m})",
                "surgery": str(t.surgery), "align": str(t.align), "optimizer": str(t.optimizer),
-               "model": str(t.model), "params": sum(trainer.numels)}
+               "model": str(t.model), "params": sum(trainer.numels),
+               "derivative engine": trainer.problem.engine}
 
     print("pinnspec bench speed: one Burgers epoch, pinnspec Trainer.step vs hand-written torch")
     for line in environment_lines(env):
         print("  " + line)
     print(f"  spec {spec_path}: {setting['points']} points, grouping {setting['grouping']}, surgery "
           f"{setting['surgery']}, align {setting['align']}, optimizer {setting['optimizer']}, "
-          f"{setting['model']} ({setting['params']} parameters)")
+          f"{setting['model']} ({setting['params']} parameters), derivative engine {setting['derivative engine']}")
     print(f"  same problem: initial weights {'identical' if same_weights else 'DIFFERENT'}, losses at epoch 0 on "
           f"the same points agree to {loss_difference:.1e} (relative)")
     print(f"  {args.warmup} warm-up + {args.epochs} timed epochs each, interleaved ...", flush=True)
@@ -180,7 +184,7 @@ def run(args) -> int:
         print(f"  memory: each contender in a fresh subprocess, {args.memory_epochs} epochs ...", flush=True)
         config = {"spec": spec_path, "points": args.points, "grouping": args.grouping, "surgery": args.surgery,
                   "align": args.align, "device": str(device), "seed": args.seed, "epochs": args.memory_epochs,
-                  "threads": torch.get_num_threads(), "malloc": args.malloc}
+                  "threads": torch.get_num_threads(), "malloc": args.malloc, "engine": args.engine}
         try:
             memory = {who: measure_memory(who, config) for who in ("pinnspec", "hand")}
         except RuntimeError as err:  # the timings stand without it
@@ -344,7 +348,7 @@ def memory_probe(config: dict) -> dict:
     if config["contender"] == "pinnspec":
         trainer = build_trainer(config["spec"], points=config["points"], grouping=config["grouping"],
                                 surgery=config["surgery"], align=config["align"], device=device, seed=config["seed"],
-                                epochs=config["epochs"] + 1)
+                                epochs=config["epochs"] + 1, engine=config.get("engine", "auto"))
         step = trainer.step
     else:
         hand = build_hand(points=config["points"], grouping=config["grouping"], device=device, seed=config["seed"])
