@@ -38,4 +38,6 @@ def test_rss_probe_reads_and_resets_the_high_water_mark():
     status = read_status()
     assert 0 < status["VmRSS"] <= status["VmHWM"]
     if reset_peak():
-        assert read_status()["VmHWM"] <= status["VmHWM"]
+        # the reset sets the mark to the RSS of that moment, which may exceed the earlier mark by
+        # the pages touched in between (seen: one 4 KiB page); 1 MiB of slack keeps the check meaningful
+        assert read_status()["VmHWM"] <= status["VmHWM"] + 2**20

@@ -9,14 +9,7 @@ from pinnspec import bench
 from pinnspec.align import conflicting
 from pinnspec.bench import _overhead
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread: tiny problems, and steady on a busy machine; restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # one torch thread (conftest.py)
 
 
 def test_the_proposal_conflicts_so_gua_projects():

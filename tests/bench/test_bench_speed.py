@@ -11,16 +11,9 @@ from pinnspec.bench import _speed
 from pinnspec.bench._common import find_spec, load_spec
 from pinnspec.bench._profile import instrument, profile_pair
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # one torch thread (conftest.py)
+
 CPU = torch.device("cpu")
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread: tiny problems, and steady on a busy machine; restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _pair(grouping="three", points=64):
