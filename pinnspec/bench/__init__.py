@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["BENCHMARKS", "main", "speed", "overhead", "gum", "q2"]
+__all__ = ["BENCHMARKS", "main", "speed", "overhead", "gum", "q2", "q3", "q4", "q5", "q6"]
 
 #: benchmark name -> one-line description (``pinnspec bench NAME``)
 BENCHMARKS = {
@@ -31,6 +31,10 @@ BENCHMARKS = {
     "overhead": "surgery, GUA projection, state alignment and diagnostics as a fraction of one epoch",
     "gum": "Q1: ConFIG x optimizers, no alignment: measured R_g, R_a, R_u next to the paper's table",
     "q2": "Q2: surgery methods x {base, +GUA}: rel-L2, Imp.% and conflict rates next to the paper's tables",
+    "q3": "Q3: same-state, norm-matched u, p, q: win rates of the worst relative one-step loss change",
+    "q4": "Q4: state-alignment ablation: none, (0,0), soft rho, (1,0), (1,1)",
+    "q5": "Q5: training time and peak memory with and without GUA",
+    "q6": "Q6: task-cardinality scaling m = 2..40 on a synthetic multi-task model, ConFIG vs ConFIG + GUA",
 }
 
 

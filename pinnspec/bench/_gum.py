@@ -26,6 +26,7 @@ EXIT_OK, EXIT_USER = 0, 1
 DEFAULT_PROBLEMS = ("burgers", "schrodinger")
 DEFAULT_GROUPINGS = ("two", "three")
 DEFAULT_EPOCHS = 200
+SPECS_OWN = "the spec's own"
 #: --validate test: the paper's selection protocol (validate on the test points every 100 epochs)
 VALIDATE = {"spec": None, "test": "test every 100"}
 
@@ -41,16 +42,23 @@ class _Parser(argparse.ArgumentParser):
 
 
 # ====================================================================== arguments (shared with q2)
-def parser(prog: str, description: str, *, choices_flag: str, choices_default: tuple[str, ...],
-           choices_help: str, out_default: str) -> argparse.ArgumentParser:
+def parser(prog: str, description: str, *, methods: tuple[str, ...], optimizers: tuple[str, ...],
+           out_default: str, methods_help: str = "", optimizers_help: str = "") -> argparse.ArgumentParser:
+    """The flags every paper benchmark takes (gum, q2, q3, q4, q5, q6): ``--problems``, ``--groupings``,
+    ``--methods``, ``--optimizers``, ``--seeds``, ``--epochs``, ``--device``, ``--jobs``, ``--out`` ...
+    An empty default (``()``) means the spec's own statement."""
     p = _Parser(prog=prog, description=description)
     p.add_argument("--problems", default=",".join(DEFAULT_PROBLEMS), metavar="LIST",
                    help=f"comma-separated spec names under specs/ (default {','.join(DEFAULT_PROBLEMS)}; "
                         f"the paper's: {','.join(_paper.PROBLEMS)})")
     p.add_argument("--groupings", default=",".join(DEFAULT_GROUPINGS), metavar="LIST",
                    help="comma-separated groupings (default two,three)")
-    p.add_argument(choices_flag, dest="choices", default=",".join(choices_default), metavar="LIST",
-                   help=f"{choices_help} (default {','.join(choices_default)})")
+    p.add_argument("--methods", default=",".join(methods), metavar="LIST",
+                   help=f"comma-separated surgery methods, arguments allowed{methods_help} "
+                        f"(default {','.join(methods) or SPECS_OWN})")
+    p.add_argument("--optimizers", default=",".join(optimizers), metavar="LIST",
+                   help=f"comma-separated optimizers, arguments allowed{optimizers_help} "
+                        f"(default {','.join(optimizers) or SPECS_OWN})")
     p.add_argument("--seeds", default="0", metavar="LIST", help="seeds: 0,1,2 or 0-4 (default 0; the paper: 0-4)")
     p.add_argument("--epochs", type=_positive, default=DEFAULT_EPOCHS, metavar="N",
                    help=f"training epochs per run (default {DEFAULT_EPOCHS}; the paper trains far longer)")
@@ -133,6 +141,13 @@ def spec_paths(problems: list[str], extra: list[str]) -> dict[str, str]:
     return paths
 
 
+def split_grid(values: dict[str, list[str]]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """(grid, fixed): a setting with one value is fixed (it then stays out of the run folders' names)."""
+    grid = {k: v for k, v in values.items() if len(v) > 1}
+    fixed = {k: v[0] for k, v in values.items() if len(v) == 1}
+    return grid, fixed
+
+
 def fixed_settings(args, **more) -> dict[str, str]:
     fixed = {"epochs": str(args.epochs), "device": args.device, **more}
     if VALIDATE[args.validate]:
@@ -207,8 +222,8 @@ COLUMNS = ["problem", "grouping", "optimizer", "runs", "completed", "R_g", "R_a"
 def build_parser() -> argparse.ArgumentParser:
     return parser("pinnspec bench gum",
                   "Q1: ConFIG x optimizers, no alignment; measured R_g, R_a, R_u next to the paper's.",
-                  choices_flag="--optimizers", choices_default=_paper.OPTIMIZERS,
-                  choices_help="comma-separated optimizers (registry names; arguments allowed: \"sgd(lr = 1e-2)\")",
+                  methods=("config",), optimizers=_paper.OPTIMIZERS,
+                  optimizers_help=" (a bare name runs at the paper's lr 1e-3; \"sgd(lr = 1e-2)\" as given)",
                   out_default=os.path.join("runs", "bench-gum"))
 
 
@@ -219,18 +234,23 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args) -> int:
     problems = names(args.problems, "--problems")
     groupings = names(args.groupings, "--groupings")
-    optimizers = names(args.choices, "--optimizers")
+    given = names(args.optimizers, "--optimizers")
+    methods = names(args.methods, "--methods")
+    calls = {_paper.paper_optimizer(o): o for o in given}  # the statement run -> the name as given
     seed_list = seeds(args.seeds)
     paths = spec_paths(problems, args.spec)
     rows, exit_code = [], EXIT_OK
     for problem in problems:
         for grouping in groupings:
+            grid, fixed = split_grid({"optimizer": list(calls), "surgery": methods})
             table, code = run_cell(paths[problem], os.path.join(args.out, "runs", f"{problem}-{grouping}"),
-                                   {"optimizer": optimizers}, seed_list,
-                                   fixed_settings(args, grouping=grouping, surgery="config", align="none"), args)
+                                   grid, seed_list, fixed_settings(args, grouping=grouping, align="none", **fixed), args)
             exit_code = max(exit_code, code)
             for entry in table:
-                optimizer = entry["optimizer"]
+                run = entry.get("optimizer", fixed.get("optimizer"))
+                optimizer = calls.get(run, run)
+                if len(methods) > 1:  # a method other than the paper's ConFIG is named in the row
+                    optimizer = f"{optimizer} / {entry['surgery']}"
                 paper = _paper.gum(problem, grouping, base_name(optimizer)) or (None, None, None)
                 rows.append({"problem": problem, "grouping": grouping, "optimizer": optimizer,
                              "runs": entry["runs"], "completed": entry["completed"],

@@ -21,7 +21,7 @@ from ._gum import (EXIT_OK, base_name, chain, fixed_settings, names, panels, par
                    seeds, spec_paths, write_outputs)
 
 ALIGNS = ("none", "gua")
-COLUMNS = ["problem", "grouping", "method", "align", "runs", "completed", "rel_l2_mean", "rel_l2_std", "imp",
+COLUMNS = ["problem", "grouping", "method", "align", "optimizer", "runs", "completed", "rel_l2_mean", "rel_l2_std", "imp",
            "R_g", "R_a", "R_u", "R_p", "paper_rel_l2_mean", "paper_rel_l2_std", "paper_imp", "paper_R_g",
            "paper_R_a", "paper_R_u", "paper_R_p"]
 
@@ -29,8 +29,7 @@ COLUMNS = ["problem", "grouping", "method", "align", "runs", "completed", "rel_l
 def build_parser() -> argparse.ArgumentParser:
     return parser("pinnspec bench q2",
                   "Q2: surgery methods x {base, +GUA}; rel-L2, Imp.% and conflict rates next to the paper's.",
-                  choices_flag="--methods", choices_default=_paper.METHODS,
-                  choices_help="comma-separated surgery methods (none = plain Adam; arguments allowed)",
+                  methods=_paper.METHODS, optimizers=(), methods_help=" (none = the optimizer alone)",
                   out_default=os.path.join("runs", "bench-q2"))
 
 
@@ -56,16 +55,19 @@ def improvement(base: float | None, gua: float | None) -> float | None:
 def _run(args) -> int:
     problems = names(args.problems, "--problems")
     groupings = names(args.groupings, "--groupings")
-    methods = names(args.choices, "--methods")
+    methods = names(args.methods, "--methods")
+    optimizers = names(args.optimizers, "--optimizers") if args.optimizers else [None]  # None: the spec's
     seed_list = seeds(args.seeds)
     paths = spec_paths(problems, args.spec)
     rows, exit_code = [], EXIT_OK
     for problem in problems:
         gua = gua_statement(paths[problem])
-        for grouping in groupings:
-            table, code = run_cell(paths[problem], os.path.join(args.out, "runs", f"{problem}-{grouping}"),
+        for grouping, optimizer in ((g, o) for g in groupings for o in optimizers):
+            cell_name = f"{problem}-{grouping}" + (f"-{base_name(optimizer)}" if optimizer else "")
+            extra = {"optimizer": optimizer} if optimizer else {}
+            table, code = run_cell(paths[problem], os.path.join(args.out, "runs", cell_name),
                                    {"surgery": methods, "align": ["none", gua]}, seed_list,
-                                   fixed_settings(args, grouping=grouping), args)
+                                   fixed_settings(args, grouping=grouping, **extra), args)
             exit_code = max(exit_code, code)
             found = {(e["surgery"], "none" if e["align"] == "none" else "gua"): e for e in table}
             for method in methods:
@@ -77,6 +79,7 @@ def _run(args) -> int:
                     p_rates = _paper.q2_rates(*key) or (None, None, None, None)
                     rows.append({
                         "problem": problem, "grouping": grouping, "method": method, "align": align,
+                        "optimizer": optimizer or "spec",
                         "runs": entry.get("runs", 0), "completed": entry.get("completed", 0),
                         "rel_l2_mean": entry.get("rel_l2_mean"), "rel_l2_std": entry.get("rel_l2_std"),
                         "imp": improvement(base, entry.get("rel_l2_mean")) if align == "gua" else None,

@@ -21,6 +21,7 @@ import torch
 from .. import ir
 from ..registry import REFERENCES, UnknownNameError
 from ..sampling import PointPlan, PointSet, box_points, grid_points, read_columns
+from ..forward import forward_values
 from ._codegen import Kernel, build_kernels, generate_kernel
 from ._plan import DerivativePlan
 
@@ -86,7 +87,11 @@ class CompiledProblem:
         #: how input derivatives are computed: "autograd" (nested reverse mode, any model),
         #: "forward" (Taylor propagation through pinnspec's MLP), "auto" (forward when the model allows)
         self.engine = p.training.options.get("engine", "auto")
+        #: torch.compile of the per-set losses (needs the forward engine): "off" | "on"; see `compile_losses`
+        self.compile = p.training.options.get("compile", "off")
         self._notified = False
+        self._compiled = None  # the torch.compile'd per-set loss function, once `compile_losses` enabled it
+        self.compile_mode: str | None = None
 
         pending: list[tuple[ir.Condition, list[Kernel]]] = []
         all_kernels: list[Kernel] = []
@@ -117,6 +122,9 @@ class CompiledProblem:
                 cond.name, idx, kernels, per_face=len(kernels) > 1,
                 periodic=isinstance(cond.region, ir.PeriodicPairs), observed_fields=observed)
         self.plans = {i: DerivativePlan.build(n, self.fields, self.coordinates) for i, n in needs.items()}
+        self._by_set: dict[int, list[ConditionKernels]] = {}
+        for ck in self.condition_kernels.values():
+            self._by_set.setdefault(ck.set_index, []).append(ck)
         self._generator = None
         self._test = None
         self._validation = None
@@ -159,10 +167,7 @@ class CompiledProblem:
         """condition -> residuals [N, n_components] on its points."""
         params = params or {}
         out: dict[str, torch.Tensor] = {}
-        by_set: dict[int, list[ConditionKernels]] = {}
-        for ck in self.condition_kernels.values():
-            by_set.setdefault(ck.set_index, []).append(ck)
-        for index, cks in by_set.items():
+        for index, cks in self._by_set.items():
             s = points.sets[index]
             plan = self.plans[index]
             values = self.derivatives(model, plan, s.x)
@@ -181,7 +186,7 @@ class CompiledProblem:
         # (Burgers, `pinnspec bench speed`), so autograd stays the default there
         wants_forward = self.engine == "forward" or (self.engine == "auto" and plan.max_order >= 3)
         if wants_forward:
-            from ..forward import forward_values, supports
+            from ..forward import supports
 
             if supports(model):
                 return forward_values(model, plan, x)
@@ -218,25 +223,86 @@ class CompiledProblem:
         return residuals.square().sum(dim=1)
 
     def losses(self, model, points: Points, params: dict[str, torch.Tensor] | None = None,
-               grouping: str | None = None) -> Losses:
-        residuals = self.residuals(model, points, params)
-        squares = {name: self.point_squares(r) for name, r in residuals.items()}
+               grouping: str | None = None, *, compiled: bool = True) -> Losses:
+        """The m task losses (and every condition's) of ``grouping`` on ``points``.
+
+        ``compiled``: use the torch.compile'd per-set losses when `compile_losses`
+        enabled them (False forces the eager path, e.g. for a Hessian estimate,
+        which needs double backward)."""
         counts = {name: points.sets[ck.set_index].count for name, ck in self.condition_kernels.items()}
+        if compiled and self._compiled is not None:
+            sums = self._compiled_sums(model, points, params or {})
+        else:
+            residuals = self.residuals(model, points, params)
+            sums = {name: self.point_squares(r).sum() for name, r in residuals.items()}
         # sum / count rather than mean: on a shard, count is the whole set's (see `sample`)
-        conditions = {name: sq.sum() / counts[name] for name, sq in squares.items()}
+        conditions = {name: sums[name] / counts[name] for name in sums}
         g = self.ir.grouping(grouping)
         tasks = []
         for task in g.tasks:
             total = 0
             for weight, atom in task.terms:
                 if isinstance(atom, ir.PoolLoss):
-                    value = (torch.cat([squares[c] for c in atom.conditions]).sum()
-                             / sum(counts[c] for c in atom.conditions))
+                    value = sum(sums[c] for c in atom.conditions) / sum(counts[c] for c in atom.conditions)
                 else:
                     value = conditions[atom.condition]
                 total = total + weight * value
             tasks.append(total)
         return Losses(tasks, conditions, g.name)
+
+    # ================================================================== torch.compile
+    def compile_losses(self, model, *, device: torch.device | str = "cpu", optimizer_needs_hessian: bool = False
+                       ) -> str | None:
+        """Turn on torch.compile for the losses when the spec says ``compile = on``.
+
+        What is compiled: per point set, the forward derivative propagation, the
+        residual kernels and the per-condition sums of squares (one graph per set;
+        its backward is compiled too).  The nested-autograd plan cannot be compiled
+        (torch.compile does not support double backward), so this needs the forward
+        engine: the model must be pinnspec's MLP (``pinnspec.forward.supports``) and
+        the engine ``auto`` or ``forward``.  On CUDA the mode is ``reduce-overhead``
+        (CUDA graphs).  Returns None when compiled, else the reason it is not (the
+        caller prints it as a one-line notice); ``compile = off`` returns None too."""
+        if self.compile != "on":
+            return None
+        from ..forward import supports
+
+        if self.engine == "autograd":
+            return "compile = on needs the forward engine (engine = auto or forward); training eagerly with autograd"
+        if not supports(model):
+            return (f"compile = on: the forward derivative engine does not cover {type(model).__name__}; "
+                    "training eagerly with nested autograd")
+        cuda = torch.device(device).type == "cuda"
+        self.compile_mode = "reduce-overhead" if cuda else "default"
+        self.engine = "forward"  # compiled means the forward engine, even where auto would pick autograd
+        self._compiled = torch.compile(self._set_sums, mode=self.compile_mode, dynamic=False, fullgraph=True)
+        if optimizer_needs_hessian:
+            return ("compile = on: the Hessian-estimate steps of this optimizer run eagerly "
+                    "(double backward does not compile); the other steps are compiled")
+        return None
+
+    def _set_sums(self, model, index: int, x, partner, observed, face_slices, params) -> tuple[torch.Tensor, ...]:
+        """The per-condition sums of squared residuals on one point set (the compiled unit)."""
+        s = TorchPointSet(x, face_slices, partner, observed)
+        plan = self.plans[index]
+        values = forward_values(model, plan, x)
+        partner_values = forward_values(model, plan, partner) if partner is not None else None
+        sums = []
+        for ck in self._by_set[index]:
+            r = self._evaluate(ck, s, x, values, params)
+            if ck.periodic:
+                r = r - self._evaluate(ck, s, partner, partner_values, params)
+            sums.append(r.square().sum())
+        return tuple(sums)
+
+    def _compiled_sums(self, model, points: Points, params) -> dict[str, torch.Tensor]:
+        sums = {}
+        for index, cks in self._by_set.items():
+            s = points.sets[index]
+            detach = (lambda t: None if t is None else t.detach())  # noqa: E731  (no input gradients)
+            out = self._compiled(model, index, detach(s.x), detach(s.partner), s.observed, s.face_slices, params)
+            sums.update(zip((ck.condition for ck in cks), out))
+        return sums
 
     # ================================================================== reference
     def exact(self, x: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,7 @@ import math
 import os
 import resource
 import signal
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -161,6 +162,11 @@ class Trainer:
         self.alignment = ALIGN.get(t.align.name)(**t.align.options)
         self.schedule = SCHEDULES.get(t.schedule.name)(**t.schedule.options)
         self.aligned = t.align.name != "none"
+        notice = self.problem.compile_losses(
+            self.model, device=self.device,
+            optimizer_needs_hessian=type(self.optimizer).hessian_due is not optim.Optimizer.hessian_due)
+        if notice and self.rank == 0:
+            print(f"pinnspec: {notice}", file=sys.stderr)
         self.chain_generator = torch.Generator().manual_seed(self.seed + 1)  # PCGrad orders, Hutchinson probes
 
         m, n = self.grouping.m, sum(self.numels)
@@ -207,8 +213,9 @@ class Trainer:
 
     def step(self, epoch: int) -> dict:
         points = self._points_for(epoch)
-        losses = self.problem.losses(self.model, points, self.params, self.grouping.name)
         hessian_due = self.optimizer.hessian_due(self.optimizer_state)
+        # a Hessian estimate needs double backward, which a compiled graph does not support
+        losses = self.problem.losses(self.model, points, self.params, self.grouping.name, compiled=not hessian_due)
         G = loss_gradients(losses.task_list, self.theta, retain_graph=hessian_due)  # [m, p]
         hessian = None
         if hessian_due:  # the same probes on every rank: the sum of the estimates is the whole loss's

@@ -28,8 +28,9 @@ def test_gum_end_to_end_and_restart(tmp_path, capsys):
         assert float(r["R_a"]) == 0.0  # ConFIG: no conflict before the optimizer
         assert (float(r["paper_R_g"]), float(r["paper_R_a"]), float(r["paper_R_u"])) == \
             _paper.GUM[("burgers", "three", r["optimizer"])]
-    run_dir = out / "runs" / "burgers-three" / "optimizer=sgd__seed=0"
+    (run_dir,) = (out / "runs" / "burgers-three").glob("optimizer=sgd*__seed=0")
     config = (run_dir / "config.pinn").read_text(encoding="utf-8")
+    assert "optimizer sgd(lr = 0.001)" in config  # the paper's learning rate
     assert "surgery config" in config and "align none" in config and "validate test every 100" in config
     assert "73.7→0.0→57.4" in (out / "gum.md").read_text(encoding="utf-8")  # the paper's Burgers 3-loss Adam row
     capsys.readouterr()
@@ -50,3 +51,8 @@ def test_base_name():
     assert _gum.base_name("sgd(lr = 1e-2)") == "sgd"
     assert _gum.base_name("adam") == "adam"
     assert "gum" in bench.BENCHMARKS and "q2" in bench.BENCHMARKS
+
+
+def test_gum_runs_each_optimizer_at_the_papers_learning_rate():
+    assert _paper.paper_optimizer("sophiag") == "sophiag(lr = 0.001)"  # not SophiaG's own 1e-4
+    assert _paper.paper_optimizer("soap(lr = 3e-3)") == "soap(lr = 3e-3)"  # explicit arguments are kept
