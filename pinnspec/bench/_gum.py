@@ -161,7 +161,8 @@ def run_cell(spec: str, out: str, grid: dict[str, list[str]], seed_list: list[in
     from ..sweep import Sweep, run_sweep
 
     sweep = Sweep(spec, grid=grid, seeds=seed_list, fixed=fixed, out=out)
-    report = run_sweep(sweep, jobs=args.jobs, threads=args.threads)
+    report = run_sweep(sweep, jobs=args.jobs, threads=args.threads,
+                       fresh_processes=getattr(args, "fresh_processes", False))
     return report.table, report.exit_code
 
 

@@ -429,3 +429,50 @@ def q2_l2(problem: str, grouping: str, method: str, align: str) -> tuple[float, 
 def q2_rates(problem: str, grouping: str, method: str, align: str):
     """The paper's (R_g, R_a, R_u, R_p) in %, or None when not reported."""
     return Q2_RATES.get((problem, grouping, method, align))
+
+
+#: Q3 (same-state, norm-matched comparison, ConFIG + Adam + GUA): (problem, grouping) ->
+#: (Pr[W_rel(p) < W_rel(u)], Pr[W_rel(p) < W_rel(q)]) in %, q = (||p|| / ||u||) u.  "All reported samples
+#: satisfy p_t != 0"; training states are aggregated within each run, then across five seeds.
+#: Table tab:q3_equation_win_rates, Appendix "Same-State Norm-Matched Comparison" (app:same_state_counterfactual_details).
+Q3_WIN_RATES: dict[tuple[str, str], tuple[float, float]] = {
+    ('schrodinger', 'two'): (95.81, 92.68),  # tab:q3_equation_win_rates, line 2572
+    ('schrodinger', 'three'): (96.26, 93.53),  # tab:q3_equation_win_rates, line 2572
+    ('burgers', 'two'): (96.55, 95.17),  # tab:q3_equation_win_rates, line 2573
+    ('burgers', 'three'): (94.57, 93.55),  # tab:q3_equation_win_rates, line 2573
+    ('heat_ms', 'two'): (97.92, 96.54),  # tab:q3_equation_win_rates, line 2574
+    ('heat_ms', 'three'): (93.16, 92.47),  # tab:q3_equation_win_rates, line 2574
+    ('beltrami', 'two'): (94.77, 93.38),  # tab:q3_equation_win_rates, line 2575
+    ('beltrami', 'three'): (94.05, 93.00),  # tab:q3_equation_win_rates, line 2575
+    ('kovasznay', 'two'): (98.25, 97.54),  # tab:q3_equation_win_rates, line 2576
+    ('poisson5d', 'two'): (89.94, 85.77),  # tab:q3_equation_win_rates, line 2577
+}
+#: The table's "Overall" row per grouping (the mean of the settings above): grouping -> (p < u, p < q) in %.
+Q3_OVERALL: dict[str, tuple[float, float]] = {
+    'two': (95.54, 93.51),  # tab:q3_equation_win_rates, line 2579
+    'three': (94.51, 93.14),  # tab:q3_equation_win_rates, line 2579
+}
+#: Across all 10 PINN settings (the unweighted mean of Q3_WIN_RATES): (p < u, p < q) in %.
+#: Section "Q3: Direction Alignment Mechanism" (answer to Q3), lines 622-623.
+Q3_ALL_SETTINGS = (95.1, 93.4)
+
+#: Q4 (state-alignment ablation, ConFIG + Adam): none, (rho_m, rho_v) = (0, 0), soft, (1, 0), (1, 1).  The
+#: paper gives it as a figure only (fig:state_alignment, section "Q4: State Alignment Mechanism", lines
+#: 640-670): no per-variant numbers are published.  Its "none" and "soft" variants are the ConFIG rows of
+#: tab:full_q2_results (Q2_L2 above: ConFIG + Adam without / with GUA at the rho below).
+#: The soft coefficients per PDE: problem -> (rho_m, rho_v), chosen on validation and shared across groupings
+#: and surgery methods.  Table tab:state_alignment_rho, Appendix "Optimizer-State Alignment"
+#: (app:optimizer_state_alignment).
+STATE_ALIGNMENT_RHO: dict[str, tuple[float, float]] = {
+    'burgers': (0.10, 0.03),  # tab:state_alignment_rho, line 2162
+    'schrodinger': (0.10, 0.03),  # tab:state_alignment_rho, line 2163
+    'kovasznay': (0.70, 0.20),  # tab:state_alignment_rho, line 2164
+    'heat_ms': (0.70, 0.20),  # tab:state_alignment_rho, line 2165
+    'poisson5d': (0.50, 0.15),  # tab:state_alignment_rho, line 2166
+    'beltrami': (0.70, 0.20),  # tab:state_alignment_rho, line 2167
+}
+
+
+def q3_win_rates(problem: str, grouping: str) -> tuple[float, float] | None:
+    """The paper's (p < u, p < q) win rates in % for one setting, or None when not reported."""
+    return Q3_WIN_RATES.get((problem, grouping))

@@ -12,7 +12,9 @@ the union of its members' points; a task is a weighted sum of those.
 
 from __future__ import annotations
 
+import itertools
 import sys
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,7 +92,7 @@ class CompiledProblem:
         #: torch.compile of the per-set losses (needs the forward engine): "off" | "on"; see `compile_losses`
         self.compile = p.training.options.get("compile", "off")
         self._notified = False
-        self._compiled = None  # the torch.compile'd per-set loss function, once `compile_losses` enabled it
+        self._compiled = None  # set index -> its torch.compile'd loss unit, once `compile_losses` enabled them
         self.compile_mode: str | None = None
 
         pending: list[tuple[ir.Condition, list[Kernel]]] = []
@@ -275,32 +277,22 @@ class CompiledProblem:
         cuda = torch.device(device).type == "cuda"
         self.compile_mode = "reduce-overhead" if cuda else "default"
         self.engine = "forward"  # compiled means the forward engine, even where auto would pick autograd
-        self._compiled = torch.compile(self._set_sums, mode=self.compile_mode, dynamic=False, fullgraph=True)
+        # one compiled unit per point set, each with its own code object: torch.compile keeps its cache
+        # (and its limit of 8 recompiles) per code object, and many problems and sets share a process
+        self._compiled = {index: torch.compile(_own_code(_set_sums), mode=self.compile_mode, dynamic=False,
+                                               fullgraph=True) for index in self._by_set}
         if optimizer_needs_hessian:
             return ("compile = on: the Hessian-estimate steps of this optimizer run eagerly "
                     "(double backward does not compile); the other steps are compiled")
         return None
-
-    def _set_sums(self, model, index: int, x, partner, observed, face_slices, params) -> tuple[torch.Tensor, ...]:
-        """The per-condition sums of squared residuals on one point set (the compiled unit)."""
-        s = TorchPointSet(x, face_slices, partner, observed)
-        plan = self.plans[index]
-        values = forward_values(model, plan, x)
-        partner_values = forward_values(model, plan, partner) if partner is not None else None
-        sums = []
-        for ck in self._by_set[index]:
-            r = self._evaluate(ck, s, x, values, params)
-            if ck.periodic:
-                r = r - self._evaluate(ck, s, partner, partner_values, params)
-            sums.append(r.square().sum())
-        return tuple(sums)
 
     def _compiled_sums(self, model, points: Points, params) -> dict[str, torch.Tensor]:
         sums = {}
         for index, cks in self._by_set.items():
             s = points.sets[index]
             detach = (lambda t: None if t is None else t.detach())  # noqa: E731  (no input gradients)
-            out = self._compiled(model, index, detach(s.x), detach(s.partner), s.observed, s.face_slices, params)
+            out = self._compiled[index](self, index, model, detach(s.x), detach(s.partner), s.observed,
+                                        s.face_slices, params)
             sums.update(zip((ck.condition for ck in cks), out))
         return sums
 
@@ -393,6 +385,32 @@ class CompiledProblem:
             if isinstance(s.region, ir.PeriodicPairs):
                 lines.append("  (evaluated on both ends of the periodic pairs)")
         return "\n".join(lines)
+
+
+def _set_sums(problem: CompiledProblem, index: int, model, x, partner, observed, face_slices, params
+              ) -> tuple[torch.Tensor, ...]:
+    """The per-condition sums of squared residuals on one point set: the unit ``compile = on`` compiles
+    (forward derivative propagation, residual kernels, squares, sums; its backward compiles with it)."""
+    s = TorchPointSet(x, face_slices, partner, observed)
+    plan = problem.plans[index]
+    values = forward_values(model, plan, x)
+    partner_values = forward_values(model, plan, partner) if partner is not None else None
+    sums = []
+    for ck in problem._by_set[index]:
+        r = problem._evaluate(ck, s, x, values, params)
+        if ck.periodic:
+            r = r - problem._evaluate(ck, s, partner, partner_values, params)
+        sums.append(r.square().sum())
+    return tuple(sums)
+
+
+_copies = itertools.count()
+
+
+def _own_code(fn):
+    """A copy of ``fn`` with a code object of its own (same body, a numbered name)."""
+    code = fn.__code__.replace(co_name=f"{fn.__name__}_{next(_copies)}")
+    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
 
 
 def _shard(s: PointSet, rank: int, world: int) -> tuple[PointSet, int]:

@@ -146,10 +146,12 @@ def _alive(pid) -> bool:
 
 
 # ---------------------------------------------------------------- backends
-def _run_local(tasks: list[dict], jobs: int, threads: int, done) -> None:
+def _run_local(tasks: list[dict], jobs: int, threads: int, done, fresh_processes: bool = False) -> None:
     context = multiprocessing.get_context("spawn")
+    # fresh_processes: one process per run, so that a run's peak memory and first-step costs are its own
+    fresh = {"max_tasks_per_child": 1} if fresh_processes and sys.version_info >= (3, 11) else {}
     with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context,
-                             initializer=init_pool_worker, initargs=(threads,)) as pool:
+                             initializer=init_pool_worker, initargs=(threads,), **fresh) as pool:
         futures = {pool.submit(run_one, task): task for task in tasks}
         reported = set()
         try:
@@ -205,10 +207,12 @@ def ray_connect(address: str, cpus: int | None = None) -> bool:
     return True
 
 
-def _run_ray(tasks: list[dict], threads: int, gpus: float, jobs: int | None, done) -> None:
+def _run_ray(tasks: list[dict], threads: int, gpus: float, jobs: int | None, done, fresh_processes: bool = False
+             ) -> None:
     import ray
 
-    remote = ray.remote(num_cpus=threads, num_gpus=gpus, max_retries=0)(run_one)
+    # max_calls = 1: Ray starts a new worker process for every run (0: workers are reused)
+    remote = ray.remote(num_cpus=threads, num_gpus=gpus, max_retries=0, max_calls=int(fresh_processes))(run_one)
     queue, pending = list(tasks), {}
     limit = jobs or len(tasks)
     try:
@@ -238,7 +242,8 @@ def _stderr(line: str) -> None:
 
 
 def run_sweep(sweep: Sweep, *, jobs: int | None = None, threads: int | None = None, ray: str | None = None,
-              gpus_per_run: float = 0.0, log=_stderr, dry_run: bool = False) -> SweepReport:
+              gpus_per_run: float = 0.0, log=_stderr, dry_run: bool = False,
+              fresh_processes: bool = False) -> SweepReport:
     """Run every planned run of ``sweep`` that is not finished, then write the
     table (OUT/summary.md, summary.csv, runs.csv).
 
@@ -246,7 +251,10 @@ def run_sweep(sweep: Sweep, *, jobs: int | None = None, threads: int | None = No
     machine), or with Ray the most runs in flight (default: as many as Ray
     schedules).  ``threads``: torch threads per run (default max(1, cores //
     jobs), cores being this machine's or the Ray cluster's CPUs).  ``ray``:
-    None (local pool), "auto" or a cluster address.  Raises SweepError (nothing
+    None (local pool), "auto" or a cluster address.  ``fresh_processes``: the
+    local pool (Python >= 3.11) and Ray start a new process for every run, so
+    a run's peak memory and first-step costs are its own.
+    Raises SweepError (nothing
     started) when the sweep is invalid or a run folder holds other settings."""
     runs = plan(sweep)
     out = os.path.dirname(runs[0].run_dir) if runs else os.path.abspath(sweep.out or sweep.default_out())
@@ -321,9 +329,9 @@ def run_sweep(sweep: Sweep, *, jobs: int | None = None, threads: int | None = No
 
                 try:
                     if ray:
-                        _run_ray(tasks, threads, gpus_per_run, jobs, done)
+                        _run_ray(tasks, threads, gpus_per_run, jobs, done, fresh_processes)
                     else:
-                        _run_local(tasks, jobs, threads, done)
+                        _run_local(tasks, jobs, threads, done, fresh_processes)
                 except KeyboardInterrupt:
                     report.interrupted = True
                     log("interrupted: the runs in progress checkpointed; run the same command again to continue")

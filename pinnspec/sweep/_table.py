@@ -12,9 +12,9 @@ from .._files import read_json, write_csv
 
 #: (column, how the Markdown shows it)
 METRICS = (("rel_l2", "sci"), ("rel_l2_final", "sci"), ("R_g", "pct"), ("R_a", "pct"), ("R_u", "pct"),
-           ("R_p", "pct"), ("train_time_s", "sec"))
+           ("R_p", "pct"), ("train_time_s", "sec"), ("peak_memory_mb", "mib"))
 RUN_COLUMNS = ("name", "seed", "status", "epochs_done", "rel_l2", "rel_l2_final", "R_g", "R_a", "R_u",
-               "R_p", "train_time_s", "message")
+               "R_p", "train_time_s", "peak_memory_mb", "message")
 
 
 def _number(value) -> float | None:
@@ -38,7 +38,7 @@ def read_run(run) -> dict:
     rates = result.get("rates") or {}
     row.update(status=result.get("status", "missing"), epochs_done=result.get("epochs_done"),
                message=result.get("message", ""))
-    for key in ("rel_l2", "rel_l2_final", "train_time_s"):
+    for key in ("rel_l2", "rel_l2_final", "train_time_s", "peak_memory_mb"):
         row[key] = _number(result.get(key))
     for key in ("R_g", "R_a", "R_u", "R_p"):
         row[key] = _number(rates.get(key))
@@ -90,7 +90,8 @@ def _cell(mean, std, kind) -> str:
 
 
 def markdown(table: list[dict], keys: list[str], title: str | None = None) -> str:
-    head = [*(keys or ["setting"]), "runs", "rel_l2", "rel_l2_final", "R_g", "R_a", "R_u", "R_p", "time (s)"]
+    head = [*(keys or ["setting"]), "runs", "rel_l2", "rel_l2_final", "R_g", "R_a", "R_u", "R_p", "time (s)",
+            "peak MiB"]
     lines = [f"## {title}", ""] if title else []
     lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for entry in table:
@@ -103,8 +104,8 @@ def markdown(table: list[dict], keys: list[str], title: str | None = None) -> st
         cells += [_cell(entry[f"{m}_mean"], entry[f"{m}_std"], kind) for m, kind in METRICS]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "mean ± sample std over the completed seeds; rel_l2 at the best-validation checkpoint, "
-                  "rel_l2_final at the end; R_* the conflict rates; diverged and failed runs are counted, "
-                  "not averaged."]
+                  "rel_l2_final at the end; R_* the conflict rates; peak MiB the run's peak memory (CUDA: "
+                  "max allocated; CPU: the process's peak RSS); diverged and failed runs are counted, not averaged."]
     return "\n".join(lines) + "\n"
 
 

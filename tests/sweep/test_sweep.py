@@ -22,7 +22,7 @@ VOLATILE = {"train_time_s", "peak_memory_mb", "run_dir", "message"}
 
 
 def without_time(rows):
-    return [{k: v for k, v in row.items() if not k.startswith("train_time_s")} for row in rows]
+    return [{k: v for k, v in row.items() if not k.startswith(("train_time_s", "peak_memory_mb"))} for row in rows]
 
 
 @pytest.fixture(scope="module")

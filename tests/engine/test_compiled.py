@@ -1,0 +1,71 @@
+"""``train compile = on``: the torch.compile'd losses equal the eager ones; fallbacks say why.
+
+Each compile takes seconds on CPU, so the specs here are few and small: one per
+kind of point set the compiled unit handles (a pool, periodic pairs, a union of
+faces with per-face normals, observed data with a trainable param)."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import pinnspec
+from pinnspec.engine import Trainer, loss_gradients
+from pinnspec.lang._overrides import apply_overrides
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "tests" / "engine" / "data" / "tiny.pinn"
+
+
+def _spec(path, **settings):
+    spec = pinnspec.load(path)
+    return apply_overrides(spec, {"device": "cpu", "dtype": "float64", **settings})
+
+
+def _losses_and_gradients(trainer, *, compiled):
+    points = trainer._points_for(0)
+    losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name, compiled=compiled)
+    return losses, loss_gradients(losses.task_list, trainer.theta)  # [m, p]
+
+
+@pytest.mark.parametrize("path", [ROOT / "specs" / "burgers.pinn", ROOT / "specs" / "schrodinger.pinn",
+                                  ROOT / "examples" / "poisson2d_mixed" / "poisson2d_mixed.pinn",
+                                  ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn"])
+def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
+    trainer = Trainer(_spec(path, compile="on", engine="auto", grouping="three" if "poisson" not in str(path)
+                            else "two", model="mlp(width = 12, depth = 3)"))
+    assert trainer.problem.compile_mode == "default"
+    eager_losses, eager_G = _losses_and_gradients(trainer, compiled=False)
+    compiled_losses, compiled_G = _losses_and_gradients(trainer, compiled=True)
+    torch.testing.assert_close(compiled_losses.tasks, eager_losses.tasks, rtol=1e-10, atol=1e-14)
+    for name, value in eager_losses.conditions.items():
+        torch.testing.assert_close(compiled_losses.conditions[name], value, rtol=1e-10, atol=1e-14)
+    torch.testing.assert_close(compiled_G, eager_G, rtol=1e-8, atol=1e-12)
+    assert eager_G.abs().max() > 0
+
+
+def test_a_compiled_run_follows_the_eager_run():
+    eager = Trainer(_spec(TINY, epochs=8))
+    compiled = Trainer(_spec(TINY, epochs=8, compile="on"))
+    assert eager.problem.compile_mode is None and compiled.problem.compile_mode == "default"
+    a, b = eager.run(), compiled.run()
+    assert a.epochs_done == b.epochs_done == 8
+    for x, y in zip(eager.theta, compiled.theta):
+        torch.testing.assert_close(y, x, rtol=1e-7, atol=1e-10)
+    assert abs(a.rel_l2 - b.rel_l2) <= 1e-7 * a.rel_l2
+
+
+@pytest.mark.parametrize("settings, notice", [
+    ({"engine": "autograd"}, "needs the forward engine"),
+    ({"optimizer": "sophiag(hessian_every = 2)"}, "Hessian-estimate steps of this optimizer run eagerly"),
+])
+def test_compile_fallbacks_print_one_line_saying_why(settings, notice, capsys):
+    trainer = Trainer(_spec(TINY, compile="on", epochs=3, **settings))
+    err = capsys.readouterr().err
+    assert err.count("pinnspec: compile = on") == 1 and notice in err
+    assert trainer.run().status == "completed"  # the steps with a Hessian estimate ran eagerly
+
+
+def test_compile_is_off_by_default():
+    trainer = Trainer(_spec(TINY, epochs=1))
+    assert trainer.problem.compile == "off" and trainer.problem.compile_mode is None
