@@ -164,23 +164,34 @@ def _train_distributed(args, log) -> int:
     import torch
     import torch.distributed as dist
 
-    from ..engine import Trainer
+    from ..engine import Trainer, load_run, run_spec
     from ..lang._overrides import apply_overrides
 
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         raise UserError("--distributed runs under torchrun: torchrun --nproc_per_node N -m pinnspec train FILE "
                         "--distributed")
-    if args.resume or not args.file:
-        raise UserError("--distributed needs a FILE (resuming a data-parallel run is not supported yet)")
-    overrides = {k: getattr(args, k) for k in _TRAIN_FLAGS}
-    overrides.update(_set_values(args.set_values))
-    spec = apply_overrides(_load(args.file), overrides)
-    wants_cuda = (args.device or spec.ir.training.options.get("device", "auto")) != "cpu" and torch.cuda.is_available()
+    if args.resume:  # every rank reads the same checkpoint (a filesystem all ranks share); rank 0 writes on
+        if args.file or args.set_values or any(getattr(args, k) is not None for k in _TRAIN_FLAGS):
+            raise UserError("--resume continues a run exactly as it was configured: give no FILE or overrides")
+        if not os.path.isfile(os.path.join(args.resume, "checkpoint.pt")):
+            raise UserError(f"{args.resume}: error: no checkpoint.pt here (is it a run directory?)")
+        device = run_spec(args.resume).ir.training.options.get("device", "auto")
+    elif not args.file:
+        raise UserError("--distributed needs a FILE (or --resume RUN_DIR)")
+    else:
+        overrides = {k: getattr(args, k) for k in _TRAIN_FLAGS}
+        overrides.update(_set_values(args.set_values))
+        spec = apply_overrides(_load(args.file), overrides)
+        device = args.device or spec.ir.training.options.get("device", "auto")
+    wants_cuda = device != "cpu" and torch.cuda.is_available()
     dist.init_process_group(backend="nccl" if wants_cuda else "gloo")
     try:
         rank = dist.get_rank()
-        out = args.out or (_default_run_dir(spec.ir.name) if rank == 0 else None)
-        trainer = Trainer(spec, out, progress=not args.quiet and rank == 0, log=log, distributed=True)
+        if args.resume:
+            trainer = load_run(args.resume, progress=not args.quiet and rank == 0, log=log, distributed=True)
+        else:
+            out = args.out or (_default_run_dir(spec.ir.name) if rank == 0 else None)
+            trainer = Trainer(spec, out, progress=not args.quiet and rank == 0, log=log, distributed=True)
         result = trainer.run()
     finally:
         dist.destroy_process_group()

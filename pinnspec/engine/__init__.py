@@ -10,7 +10,7 @@ import os
 from ._gradients import loss_gradients
 from ._trainer import Result, Trainer, TrainingDiverged, resolve_device
 
-__all__ = ["train", "resume", "load_run", "Result", "Trainer", "TrainingDiverged", "loss_gradients", "resolve_device"]
+__all__ = ["train", "resume", "load_run", "run_spec", "Result", "Trainer", "TrainingDiverged", "loss_gradients", "resolve_device"]
 
 
 def _as_spec(spec):
@@ -33,20 +33,34 @@ def train(spec, *, epochs=None, surgery=None, optimizer=None, align=None, groupi
     return Trainer(spec, out, progress=progress, log=log).run()
 
 
-def load_run(run_dir: str, *, progress=False, log=None, device=None, out: str | None | bool = True) -> Trainer:
-    """A Trainer restored from a run directory's config.pinn and checkpoint.pt."""
+def load_run(run_dir: str, *, progress=False, log=None, device=None, out: str | None | bool = True,
+             distributed: bool = False) -> Trainer:
+    """A Trainer restored from a run directory's config.pinn and checkpoint.pt.
+
+    ``distributed``: one rank of a data-parallel run (an initialised process group): every rank
+    restores the same replicated state; rank 0 alone writes on in ``run_dir``."""
+    import torch
+
+    checkpoint = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=False, map_location="cpu")
+    spec = run_spec(run_dir, checkpoint)
+    trainer = Trainer(spec, run_dir if out is True else out or None, progress=progress, log=log,
+                      device_override=device, distributed=distributed)
+    trainer.load_state_dict(checkpoint)
+    return trainer
+
+
+def run_spec(run_dir: str, checkpoint: dict | None = None):
+    """The checked spec a run directory trains (its config.pinn; relative data and reference paths
+    resolve where the original spec was, as the checkpoint records)."""
     import torch
 
     from ..lang import loads
 
-    checkpoint = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=False, map_location="cpu")
+    if checkpoint is None:
+        checkpoint = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=False, map_location="cpu")
     config = os.path.join(run_dir, "config.pinn")
     with open(config, encoding="utf-8") as fh:
-        spec = loads(fh.read(), filename=config, base_dir=checkpoint.get("source_dir"))
-    trainer = Trainer(spec, run_dir if out is True else out or None, progress=progress, log=log,
-                      device_override=device)
-    trainer.load_state_dict(checkpoint)
-    return trainer
+        return loads(fh.read(), filename=config, base_dir=checkpoint.get("source_dir"))
 
 
 def resume(run_dir: str, *, progress=False, log=None) -> Result:

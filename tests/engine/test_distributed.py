@@ -34,3 +34,51 @@ def test_two_gloo_ranks_equal_one_process(tmp_path):
     ha = (single / "history.csv").read_text().splitlines()
     hb = (multi / "history.csv").read_text().splitlines()
     assert len(ha) == len(hb) == 21
+
+
+def _torchrun(*args, port: int):
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
+            "-m", "pinnspec", "train", *args, "--distributed"]
+
+
+def test_a_killed_data_parallel_run_resumes_bit_for_bit(tmp_path):
+    """SIGKILL the whole torchrun group after its first checkpoint, then `train --resume --distributed`:
+    the same weights, history and result as the uninterrupted data-parallel run."""
+    import signal
+    import time
+
+    long = ["--epochs", "600", "--dtype", "float64", "--surgery", "config", "--align", "gua", "--quiet",
+            "--set", "grouping=three", "--set", "checkpoint_every=50"]
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    done = subprocess.run(_torchrun(str(TINY), *long, "--out", str(whole), port=29518), env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    run = subprocess.Popen(_torchrun(str(TINY), *long, "--out", str(split), port=29519), env=ENV,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (split / "checkpoint.pt").exists() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.killpg(run.pid, signal.SIGKILL)
+    finally:
+        run.wait()
+    killed_at = torch.load(split / "checkpoint.pt", weights_only=False)["epoch"]
+    assert 0 < killed_at < 600  # killed mid-run, after a checkpoint
+    again = subprocess.run(_torchrun("--resume", str(split), "--quiet", port=29520), env=ENV,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    a = torch.load(whole / "checkpoint.pt", weights_only=False)
+    b = torch.load(split / "checkpoint.pt", weights_only=False)
+    assert b["epoch"] == 600
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    ra, rb = (json.loads((d / "result.json").read_text()) for d in (whole, split))
+    assert (ra["rel_l2"], ra["rates"], ra["best_epoch"]) == (rb["rel_l2"], rb["rates"], rb["best_epoch"])
+    assert (whole / "history.csv").read_text() == (split / "history.csv").read_text()
+
+
+def test_distributed_resume_refuses_overrides(tmp_path):
+    env = {**ENV, "RANK": "0", "WORLD_SIZE": "1"}
+    bad = subprocess.run([sys.executable, "-m", "pinnspec", "train", "--resume", str(tmp_path), "--epochs", "5",
+                          "--distributed"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 1 and "give no FILE or overrides" in bad.stderr
