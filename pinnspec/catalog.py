@@ -90,7 +90,7 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     "dtype": ("choice:float32|float64", "float32"),
     "checkpoint_every": ("int", 1000),
     "engine": ("choice:auto|autograd|forward", "auto"),
-    "compile": ("choice:off|on", "off"),
+    "compile": ("choice:off|on|graphs", "off"),
 }
 
 #: What a spec without the statement gets.

@@ -434,7 +434,8 @@ def q2_rates(problem: str, grouping: str, method: str, align: str):
 #: Q3 (same-state, norm-matched comparison, ConFIG + Adam + GUA): (problem, grouping) ->
 #: (Pr[W_rel(p) < W_rel(u)], Pr[W_rel(p) < W_rel(q)]) in %, q = (||p|| / ||u||) u.  "All reported samples
 #: satisfy p_t != 0"; training states are aggregated within each run, then across five seeds.
-#: Table tab:q3_equation_win_rates, Appendix "Same-State Norm-Matched Comparison" (app:same_state_counterfactual_details).
+#: Table tab:q3_equation_win_rates, Appendix "Same-State Norm-Matched Comparison"
+#: (app:same_state_counterfactual_details).
 Q3_WIN_RATES: dict[tuple[str, str], tuple[float, float]] = {
     ('schrodinger', 'two'): (95.81, 92.68),  # tab:q3_equation_win_rates, line 2572
     ('schrodinger', 'three'): (96.26, 93.53),  # tab:q3_equation_win_rates, line 2572

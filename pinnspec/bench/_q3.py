@@ -43,8 +43,8 @@ from ._gum import (EXIT_OK, BenchError, _positive, base_name, cell, fixed_settin
                    seeds, spec_paths, write_outputs)
 from ._q2 import gua_statement
 
-#: epsilon of the denominator |L_i(theta)| + eps of W_rel (the paper names eps but gives no value; the losses
-#: it guards are >= 1e-8 in every run we have seen, so it only matters for a loss that is exactly zero)
+#: epsilon of the denominator |L_i(theta)| + eps of W_rel (the paper names eps but gives no value; this one
+#: matters only for a loss within ~1e-12 of zero)
 W_EPS = 1e-12
 DEFAULT_EVERY = 5
 RESULT_FILE = "q3.json"
@@ -318,7 +318,8 @@ def sample_from_json(entry: dict) -> ProbeSample:
 def _describe(record: dict) -> str:
     samples = [sample_from_json(s) for s in record["samples"]]
     projected = win_rates(samples, projected_only=True)
-    text = f"{record['status']} ({record['epochs_done']} epochs), {len(samples)} steps probed, {projected['n']} projected"
+    text = (f"{record['status']} ({record['epochs_done']} epochs), {len(samples)} steps probed, "
+            f"{projected['n']} projected")
     if projected["n"]:
         text += f", p<u {100 * projected['p_lt_u']:.1f} %, p<q {100 * projected['p_lt_q']:.1f} %"
     return text + (f": {record['message']}" if record.get("message") else "")
@@ -457,7 +458,8 @@ def markdown(rows: list[dict], args, seed_list: list[int]) -> str:
     lines = ["# pinnspec bench q3: same-state, norm-matched comparison of u, p, q", "",
              f"{args.epochs} epochs per run, probed every {args.every} epochs, seeds "
              f"{','.join(map(str, seed_list))}, device {args.device}.  W_rel(d) = max_i (L_i(θ - η d) - L_i(θ)) / "
-             f"(|L_i(θ)| + {W_EPS:g}) at fixed θ, optimizer state, points and η; q = (‖p‖/‖u‖) u.  Win rates "
+             f"(|L_i(θ)| + {W_EPS:g}) at fixed θ, optimizer state, points and η; q = (‖p‖/‖u‖) u.  "
+             f"Win rates "
              f"in %: per run, then mean ± std over seeds.  \"projected\": the steps where GUA changed the "
              f"proposal (p ≠ u), the set the paper's table counts; \"all\": every probed step (p = q = u on an "
              f"unprojected step, a tie).  Median W_rel over the projected steps.  The paper's numbers "
@@ -475,7 +477,8 @@ def markdown(rows: list[dict], args, seed_list: list[int]) -> str:
             f"| {r['problem']} | {setting} | {r['completed']}/{r['runs']} | {r['steps']} ({r['projected_steps']}) | "
             f"{_pct(r['win_pu_projected_mean'], r.get('win_pu_projected_std'))} | "
             f"{_pct(r['win_pq_projected_mean'], r.get('win_pq_projected_std'))} | "
-            f"{_pct(r['win_pu_all_mean'], r.get('win_pu_all_std'))} | {_pct(r['win_pq_all_mean'], r.get('win_pq_all_std'))} | "
+            f"{_pct(r['win_pu_all_mean'], r.get('win_pu_all_std'))} | "
+            f"{_pct(r['win_pq_all_mean'], r.get('win_pq_all_std'))} | "
             f"{medians} | {cell(r['paper_win_pu'], 2)} | {cell(r['paper_win_pq'], 2)} |")
     return "\n".join(lines) + "\n"
 
@@ -501,8 +504,8 @@ def figure(rows: list[dict], steps: list[dict]):
         ax.set_ylim(0, 130)
         ax.set_yticks([0, 20, 40, 60, 80, 100])
         ax.set_ylabel("win rate (%)")
-        ax.set_title(f"{_paper.LABELS.get(r['problem'], r['problem'])}, {_paper.LABELS.get(r['grouping'], r['grouping'])}",
-                     fontsize=9)
+        problem, grouping = (_paper.LABELS.get(r[k], r[k]) for k in ("problem", "grouping"))
+        ax.set_title(f"{problem}, {grouping}", fontsize=9)
         ax.legend(fontsize=6, loc="upper center", ncol=3)
     ax = axes[-1]
     projected = [s for s in steps if s["projected"]]

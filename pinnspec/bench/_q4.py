@@ -28,8 +28,8 @@ import math
 import os
 
 from . import _paper
-from ._gum import (EXIT_OK, BenchError, base_name, chain, fixed_settings, names, panels, parser, pct, run_cell, run_main, sci,
-                   seeds, spec_paths, split_grid, write_outputs)
+from ._gum import (EXIT_OK, BenchError, base_name, chain, fixed_settings, names, panels, parser, pct, run_cell,
+                   run_main, sci, seeds, spec_paths, split_grid, write_outputs)
 from ._q2 import gua_statement, improvement
 
 #: variant -> (label, (rho_m, rho_v) or None: the spec's own soft statement); "none" is no GUA at all
@@ -185,15 +185,15 @@ def markdown(rows: list[dict], args, seed_list: list[int]) -> str:
              f"E_variant / E_none); R_u→R_p in %.  The paper shows Q4 as a figure only (fig:state_alignment); its "
              f"\"no GUA\" and \"soft ρ\" variants are the ConFIG rows of tab:full_q2_results (full-length training, "
              f"five seeds), shown beside them.", "",
-             "| problem | grouping | variant | (ρ_m, ρ_v) | runs | rel-L2 | Imp. % vs none | R_u→R_p | paper rel-L2 | "
-             "paper Imp. % |",
+             "| problem | grouping | variant | (ρ_m, ρ_v) | runs | rel-L2 | Imp. % vs none | R_u→R_p | "
+             "paper rel-L2 | paper Imp. % |",
              "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         setting = r["grouping"]
         if r["method"] != "config" or r["optimizer"] != "spec":
             setting += f" ({r['method']}, optimizer {r['optimizer']})"
         runs = f"{r['completed']}/{r['runs']}" + (f" ({r['diverged']} diverged)" if r["diverged"] else "")
-        rates = "-" if r["R_u"] is None else (chain((r["R_u"], r["R_p"])) if r["R_p"] is not None else chain((r["R_u"],)))
+        rates = "-" if r["R_u"] is None else chain([r["R_u"]] + ([r["R_p"]] if r["R_p"] is not None else []))
         paper = sci(r["paper_rel_l2_mean"], r["paper_rel_l2_std"]) if r["paper_rel_l2_mean"] is not None else \
             (FIGURE_ONLY if r["paper_source"] == FIGURE_ONLY else "-")
         lines.append(f"| {r['problem']} | {setting} | {VARIANTS[r['variant']][0]} | {_rho(r)} | {runs} | "

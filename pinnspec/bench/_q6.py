@@ -37,7 +37,9 @@ its own -- ``torch.cuda.max_memory_allocated`` on CUDA, the RSS high-water mark 
 setup, :mod:`pinnspec.bench._memory`).  Time per step is the median over the steps after the first
 ``--warmup-steps``, timed around the step proper (batch, forward, G, surgery, proposal, alignment,
 apply); the per-step conflict diagnostics and the per-epoch test evaluation are outside the timed
-region.  Writes ``OUT/q6.md``, ``OUT/q6.csv`` (one row per m), ``OUT/q6.png`` and ``OUT/runs/*.json``
+region.  On CUDA the table shows the wall clock (after a synchronisation); on CPU it shows the
+process's CPU time per step, which other load on a shared machine does not inflate (the wall clock
+is in the CSV).  Writes ``OUT/q6.md``, ``OUT/q6.csv`` (one row per m), ``OUT/q6.png`` and ``OUT/runs/*.json``
 (one per configuration).
 """
 
@@ -91,7 +93,8 @@ VALIDATE = {"spec": "last", "test": "best"}
 
 COLUMNS = ["method", "optimizer", "m", "seeds", "completed", "solver", "params_shared", "params_heads",
            "base_f1_mean", "base_f1_std", "gua_f1_mean", "gua_f1_std", "delta_f1",
-           "base_step_ms", "gua_step_ms", "time_ratio", "base_peak_mib", "gua_peak_mib", "memory_ratio",
+           "base_step_ms", "gua_step_ms", "time_ratio", "base_step_cpu_ms", "gua_step_cpu_ms", "cpu_time_ratio",
+           "base_peak_mib", "gua_peak_mib", "memory_ratio",
            "base_growth_mib", "gua_growth_mib", "growth_ratio",
            "base_R_g", "base_R_a", "base_R_u", "gua_R_g", "gua_R_a", "gua_R_u", "gua_R_p", "gua_projected",
            "paper_f1", "paper_memory_overhead_pct", "paper_source"]
@@ -294,7 +297,7 @@ def parse_call(text: str) -> tuple[str, dict]:
             continue
         try:
             kwargs[keyword.arg] = ast.literal_eval(keyword.value)
-        except ValueError:
+        except (ValueError, TypeError, SyntaxError):
             raise BenchError(f"'{text}': the value of {keyword.arg} is not a number or a word") from None
     return node.func.id, kwargs
 
@@ -414,7 +417,8 @@ def train_run(config: RunConfig, *, measure_memory: bool = False, data: Syntheti
             memory["setup"] = read_status()["VmRSS"]
         memory["hwm_reset"] = reset_peak()
 
-    step_seconds: list[float] = []
+    step_seconds: list[float] = []  # wall clock (after the device's queued work)
+    step_cpu_seconds: list[float] = []  # this process's CPU time: what a shared CPU's other load does not inflate
     counts = {"R_g": 0, "R_a": 0, "R_u": 0, "R_p": 0}
     diagnosed = projected = 0
     f1_by_epoch: list[list[float]] = []
@@ -423,10 +427,11 @@ def train_run(config: RunConfig, *, measure_memory: bool = False, data: Syntheti
         order = torch.randperm(len(x_train), generator=shuffle).to(device)  # [n]
         for k in range(steps_per_epoch):
             with quiet_gc():
-                started = clock(device)
+                started, started_cpu = clock(device), time.process_time()
                 index = order[k * batch: (k + 1) * batch]
                 record = training.step(x_train[index], y_train[index])
                 step_seconds.append(clock(device) - started)
+                step_cpu_seconds.append(time.process_time() - started_cpu)
             # diagnostics, outside the timed step (the engine's: Appendix C.7 indicators on every step)
             if not (bool(torch.isfinite(record.losses).all()) and bool(torch.isfinite(record.p).all())):
                 status, message = "diverged", f"non-finite loss or update at epoch {epoch}, step {k}"
@@ -436,6 +441,7 @@ def train_run(config: RunConfig, *, measure_memory: bool = False, data: Syntheti
             for key, value in indicators.items():
                 counts[key] += int(bool(value))
             projected += int(training.aligned and bool((record.p - record.u).norm() > 0))
+            del record  # G is not kept alive into the next step (it would add m x p to the peak memory)
         if status != "completed":
             break
         f1_by_epoch.append(f1_per_task(training.model, x_test, y_test).tolist())
@@ -455,12 +461,14 @@ def train_run(config: RunConfig, *, measure_memory: bool = False, data: Syntheti
     if means:
         chosen = len(means) - 1 if config.report == "last" else max(range(len(means)), key=means.__getitem__)
     timed = step_seconds[config.warmup_steps:] or step_seconds
+    timed_cpu = step_cpu_seconds[config.warmup_steps:] or step_cpu_seconds
     return {
         "config": asdict(config), "status": status, "message": message,
         "f1": means[chosen] if chosen is not None else None,
         "f1_per_task": f1_by_epoch[chosen] if chosen is not None else None,
         "f1_by_epoch": means, "reported_epoch": chosen,
-        "step_ms": 1e3 * median(timed) if timed else None, "steps": len(step_seconds), "steps_timed": len(timed),
+        "step_ms": 1e3 * median(timed) if timed else None,
+        "step_cpu_ms": 1e3 * median(timed_cpu) if timed_cpu and device.type == "cpu" else None, "steps": len(step_seconds), "steps_timed": len(timed),
         "train_s": sum(step_seconds),
         "rates": {k: (v / diagnosed if diagnosed else None) for k, v in counts.items()} | (
             {} if training.aligned else {"R_p": None}),
@@ -529,6 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "best epoch's (the paper evaluates every epoch)",
         "--spec": "not used by q6 (refused)",
         "--threads": "torch threads per run (default 1)",
+        "--seeds": "seeds of the initialisation and batch order: 0,1,2 or 0-2 (default 0; the paper's: 0,1,2)",
         "--jobs": "configurations run at once, each in its own process (default: half the cores); timings of "
                   "concurrent runs share the machine",
     }
@@ -602,9 +611,12 @@ def plan(args) -> list[RunConfig]:
     optimizers = [paper_optimizer(o) for o in names(args.optimizers, "--optimizers")]
     if parse_call(args.gua)[0] == "none":
         raise BenchError("--gua: the +GUA runs need an alignment other than none")
-    from ._common import resolve_device
+    from ._common import BenchError as CommonError, resolve_device
 
-    device = str(resolve_device(args.device))
+    try:
+        device = str(resolve_device(args.device))
+    except CommonError as err:  # _common's own error class: run_main catches this module's
+        raise BenchError(str(err)) from None
     threads = args.threads or 1  # a small MLP gains little from intra-op threads; on a busy CPU they make times swing
     common = dict(data_seed=args.data_seed, epochs=args.epochs, samples=args.samples, test_samples=args.test_samples,
                   features=args.features, width=args.width, depth=args.depth, batch_size=args.batch_size,
@@ -633,7 +645,9 @@ def _run(args) -> int:
         if result["status"] == "completed":
             memory = result.get("memory") or {}
             print(f"  m = {config.tasks:2d} seed {config.seed} {config.method} / {config.optimizer} {align}: "
-                  f"F1 {result['f1']:.4f}, {result['step_ms']:.2f} ms/step, peak {_mib(memory.get('peak'))} MiB, "
+                  f"F1 {result['f1']:.4f}, {result['step_ms']:.2f} ms/step"
+                  + (f" ({result['step_cpu_ms']:.2f} CPU)" if result.get("step_cpu_ms") is not None else "") +
+                  f", peak {_mib(memory.get('peak'))} MiB, "
                   f"R_u {pct(result['rates']['R_u']):.1f}%", flush=True)
         else:
             print(f"  m = {config.tasks:2d} seed {config.seed} {config.method} / {config.optimizer} {align}: "
@@ -647,7 +661,7 @@ def _run(args) -> int:
             results = list(pool.map(one, configs))
     rows = summarize(results)
     text = markdown(rows, args, configs, jobs)
-    written = write_outputs(args.out, "q6", text, COLUMNS, rows, figure(rows))
+    written = write_outputs(args.out, "q6", text, COLUMNS, rows, figure(rows, configs[0].device.startswith("cuda")))
     print(text)
     print(f"wrote {written['markdown']}, {written['csv']}, {written['plot']}")
     failed = [r for r in results if r["status"] == "failed"]
@@ -711,6 +725,7 @@ def summarize(results: list[dict]) -> list[dict]:
             runs = done[align]
             row[f"{prefix}_f1_mean"], row[f"{prefix}_f1_std"] = _mean_std([r["f1"] for r in runs])
             row[f"{prefix}_step_ms"] = _mean(r["step_ms"] for r in runs)
+            row[f"{prefix}_step_cpu_ms"] = _mean(r.get("step_cpu_ms") for r in runs)
             row[f"{prefix}_peak_mib"] = _mean(_mib_value((r.get("memory") or {}).get("peak")) for r in runs)
             row[f"{prefix}_growth_mib"] = _mean(_mib_value((r.get("memory") or {}).get("growth")) for r in runs)
             for rate in ("R_g", "R_a", "R_u"):
@@ -724,6 +739,7 @@ def summarize(results: list[dict]) -> list[dict]:
         row["delta_f1"] = (None if row["base_f1_mean"] is None or row["gua_f1_mean"] is None
                            else row["gua_f1_mean"] - row["base_f1_mean"])
         row["time_ratio"] = _ratio(row["gua_step_ms"], row["base_step_ms"])
+        row["cpu_time_ratio"] = _ratio(row["gua_step_cpu_ms"], row["base_step_cpu_ms"])
         row["memory_ratio"] = _ratio(row["gua_peak_mib"], row["base_peak_mib"])
         row["growth_ratio"] = _ratio(row["gua_growth_mib"], row["base_growth_mib"])
         row["paper_f1"], row["paper_memory_overhead_pct"], row["paper_source"] = paper_cells(m)
@@ -759,7 +775,10 @@ def markdown(rows: list[dict], args, configs: list[RunConfig], jobs: int) -> str
              f"{c.threads} torch thread(s) per run, {jobs} run(s) at a time.  GUA ({args.gua}) acts on the shared "
              f"parameters; the heads take the optimizer's plain proposal.", "",
              f"F1: mean over the m tasks on the test split at the {c.report} epoch, mean ± std over seeds.  Time: "
-             f"median per step after {c.warmup_steps} warm-up steps (diagnostics and evaluation excluded).  "
+             f"median per step after {c.warmup_steps} warm-up steps (diagnostics and evaluation excluded)"
+             + (", wall clock after a device synchronisation.  " if cuda else
+                ": the process's CPU time, which other load on a shared machine does not inflate (with one torch "
+                "thread it is the step's compute time); 'wall ×' is the ratio of the wall-clock medians.  ") +
              f"Memory: {memory_kind} over training, each run in its own process"
              + ("" if cuda else " (on CPU it includes libtorch, so the ratio of the peaks hides what GUA adds: "
                 "'growth' is the rise over the RSS after setup)") + ".  Conflict rates in % of the steps.  "
@@ -767,19 +786,23 @@ def markdown(rows: list[dict], args, configs: list[RunConfig], jobs: int) -> str
              f"states that GUA improves F1 in six of seven settings, is comparable at m = 20, and costs 4.2 % "
              f"more memory at m = 40 ({PAPER_Q6['memory_overhead_pct']['source']}).", ""]
     several = len({(r["method"], r["optimizer"]) for r in rows}) > 1
+    time_key, time_ratio = ("step_ms", "time_ratio") if cuda else ("step_cpu_ms", "cpu_time_ratio")
     head = "| m | " + ("method / optimizer | " if several else "") + (
-        "F1 ConFIG | F1 +GUA | ΔF1 | ms/step ConFIG | ms/step +GUA | time × | peak MiB ConFIG | peak MiB +GUA | "
+        "F1 ConFIG | F1 +GUA | ΔF1 | ms/step ConFIG | ms/step +GUA | time × | " + ("" if cuda else "wall × | ") +
+        "peak MiB ConFIG | peak MiB +GUA | "
         "memory × | " + ("" if cuda else "growth MiB ConFIG→+GUA | ") +
         "R_g | R_u ConFIG | R_u +GUA | R_p +GUA | projected | paper F1 | paper memory |")
     lines += [head, "|" + "|".join("---:" for _ in range(head.count("|") - 1)) + "|"]
     for r in rows:
         who = f"{r['method']} / {r['optimizer']} | " if several else ""
         growth = "" if cuda else f"{cell(r['base_growth_mib'])}→{cell(r['gua_growth_mib'])} | "
+        wall = "" if cuda else f"{_x(r['time_ratio'])} | "
         memory = "-" if r["paper_memory_overhead_pct"] is None else f"+{r['paper_memory_overhead_pct']:.1f} %"
         delta = "-" if r["delta_f1"] is None else f"{r['delta_f1']:+.4f}"
         lines.append(
             f"| {r['m']} | {who}{_f1(r['base_f1_mean'], r['base_f1_std'])} | {_f1(r['gua_f1_mean'], r['gua_f1_std'])} "
-            f"| {delta} | {cell(r['base_step_ms'], 2)} | {cell(r['gua_step_ms'], 2)} | {_x(r['time_ratio'])} | "
+            f"| {delta} | {cell(r[f'base_{time_key}'], 2)} | {cell(r[f'gua_{time_key}'], 2)} | {_x(r[time_ratio])} | "
+            f"{wall}"
             f"{cell(r['base_peak_mib'])} | {cell(r['gua_peak_mib'])} | {_x(r['memory_ratio'])} | {growth}"
             f"{cell(r['base_R_g'])} | {cell(r['base_R_u'])} | {cell(r['gua_R_u'])} | {cell(r['gua_R_p'])} | "
             f"{cell(r['gua_projected'])} | {r['paper_f1']} | {memory} |")
@@ -790,9 +813,11 @@ def markdown(rows: list[dict], args, configs: list[RunConfig], jobs: int) -> str
     return "\n".join(lines) + "\n"
 
 
-def figure(rows: list[dict]):
-    """Four panels against m: mean F1, time per step, peak memory (ConFIG and +GUA), and R_u / R_p."""
-    fig, axes = panels(4)
+def figure(rows: list[dict], cuda: bool = False):
+    """Four panels against m: mean F1, time per step (CPU time on CPU, wall clock on CUDA), peak memory
+    (ConFIG and +GUA), and R_u / R_p."""
+    time_key = "step_ms" if cuda else "step_cpu_ms"
+    fig, axes = panels(4, width=3.6)
     pairs = list(dict.fromkeys((r["method"], r["optimizer"]) for r in rows))
     colors = {"base": "tab:gray", "gua": "tab:red"}
     for method, optimizer in pairs:
@@ -804,7 +829,7 @@ def figure(rows: list[dict]):
             if points:
                 xs, ys, es = zip(*points)
                 axes[0].errorbar(xs, ys, yerr=es, marker="o", color=colors[prefix], capsize=3, label=name + label)
-            for ax, key in ((axes[1], "step_ms"), (axes[2], "peak_mib")):
+            for ax, key in ((axes[1], time_key), (axes[2], "peak_mib")):
                 points = [(r["m"], r[f"{prefix}_{key}"]) for r in mine if r[f"{prefix}_{key}"] is not None]
                 if points:
                     ax.plot(*zip(*points), marker="o", color=colors[prefix], label=name + label)
@@ -813,7 +838,7 @@ def figure(rows: list[dict]):
             points = [(r["m"], r[key]) for r in mine if r[key] is not None]
             if points:
                 axes[3].plot(*zip(*points), marker="o", color=color, label=name + label)
-    titles = ("mean F1 (test) ↑", "time per step (ms) ↓", "peak memory (MiB) ↓", "conflict rates (%)")
+    titles = ("mean F1 (test) ↑", f"{'' if cuda else 'CPU '}time per step (ms) ↓", "peak memory (MiB) ↓", "conflict rates (%)")
     for ax, title in zip(axes, titles):
         ax.set_xlabel("number of tasks m")
         ax.set_title(title, fontsize=9)

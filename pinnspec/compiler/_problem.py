@@ -89,7 +89,8 @@ class CompiledProblem:
         #: how input derivatives are computed: "autograd" (nested reverse mode, any model),
         #: "forward" (Taylor propagation through pinnspec's MLP), "auto" (forward when the model allows)
         self.engine = p.training.options.get("engine", "auto")
-        #: torch.compile of the per-set losses (needs the forward engine): "off" | "on"; see `compile_losses`
+        #: torch.compile of the per-set losses (needs the forward engine): "off" | "on" | "graphs" (on CUDA
+        #: also CUDA graphs); see `compile_losses`
         self.compile = p.training.options.get("compile", "off")
         self._notified = False
         self._compiled = None  # set index -> its torch.compile'd loss unit, once `compile_losses` enabled them
@@ -255,34 +256,36 @@ class CompiledProblem:
     # ================================================================== torch.compile
     def compile_losses(self, model, *, device: torch.device | str = "cpu", optimizer_needs_hessian: bool = False
                        ) -> str | None:
-        """Turn on torch.compile for the losses when the spec says ``compile = on``.
+        """Turn on torch.compile for the losses when the spec says ``compile = on`` or ``graphs``.
 
         What is compiled: per point set, the forward derivative propagation, the
         residual kernels and the per-condition sums of squares (one graph per set;
         its backward is compiled too).  The nested-autograd plan cannot be compiled
         (torch.compile does not support double backward), so this needs the forward
         engine: the model must be pinnspec's MLP (``pinnspec.forward.supports``) and
-        the engine ``auto`` or ``forward``.  On CUDA the mode is ``reduce-overhead``
-        (CUDA graphs).  Returns None when compiled, else the reason it is not (the
-        caller prints it as a one-line notice); ``compile = off`` returns None too."""
-        if self.compile != "on":
+        the engine ``auto`` or ``forward``.  ``graphs`` on CUDA uses the mode
+        ``reduce-overhead`` (CUDA graphs: one launch per compiled graph); on the CPU it
+        is ``on``.  Returns None when compiled, else the reason it is not (the caller
+        prints it as a one-line notice); ``compile = off`` returns None too."""
+        if self.compile == "off":
             return None
         from ..forward import supports
 
         if self.engine == "autograd":
-            return "compile = on needs the forward engine (engine = auto or forward); training eagerly with autograd"
+            return (f"compile = {self.compile} needs the forward engine (engine = auto or forward); "
+                    "training eagerly with autograd")
         if not supports(model):
-            return (f"compile = on: the forward derivative engine does not cover {type(model).__name__}; "
+            return (f"compile = {self.compile}: the forward derivative engine does not cover {type(model).__name__}; "
                     "training eagerly with nested autograd")
         cuda = torch.device(device).type == "cuda"
-        self.compile_mode = "reduce-overhead" if cuda else "default"
+        self.compile_mode = "reduce-overhead" if cuda and self.compile == "graphs" else "default"
         self.engine = "forward"  # compiled means the forward engine, even where auto would pick autograd
         # one compiled unit per point set, each with its own code object: torch.compile keeps its cache
         # (and its limit of 8 recompiles) per code object, and many problems and sets share a process
         self._compiled = {index: torch.compile(_own_code(_set_sums), mode=self.compile_mode, dynamic=False,
                                                fullgraph=True) for index in self._by_set}
         if optimizer_needs_hessian:
-            return ("compile = on: the Hessian-estimate steps of this optimizer run eagerly "
+            return (f"compile = {self.compile}: the Hessian-estimate steps of this optimizer run eagerly "
                     "(double backward does not compile); the other steps are compiled")
         return None
 

@@ -185,9 +185,11 @@ class Trainer:
         self._stop_requested = False
 
         self.validation_points = torch.as_tensor(self.problem.validation_points(), dtype=self.dtype, device=self.device)
-        self.validation_reference = self.problem.reference(self.validation_points).to(self.device)
+        # the references come from the float64 points: a float32 copy can round past the domain's edge
+        # (t = pi/2 becomes 1.5707964 > pi/2, outside a generated reference's time span)
+        self.validation_reference = self.problem.reference(self.problem.validation_points()).to(self.device)
         self.test_points = torch.as_tensor(self.problem.test_points(), dtype=self.dtype, device=self.device)
-        self.test_reference = self.problem.reference(self.test_points).to(self.device)
+        self.test_reference = self.problem.reference(self.problem.test_points()).to(self.device)
         self.condition_names = [c.name for c in p.conditions]
         self.columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(m)]
                         + [f"loss:{c}" for c in self.condition_names]
@@ -437,8 +439,10 @@ class Trainer:
         with torch.no_grad():
             for k, v in state["params"].items():
                 self.params[k].copy_(v)
-        self.surgery_state = self.surgery.load_state_dict(state["surgery"])
-        self.optimizer_state = self.optimizer.load_state_dict(state["optimizer"])
+        # checkpoints load onto the CPU (the generator state must stay there): the chain's states
+        # go back to the run's device
+        self.surgery_state = self.surgery.load_state_dict(_to_device(state["surgery"], self.device))
+        self.optimizer_state = self.optimizer.load_state_dict(_to_device(state["optimizer"], self.device))
         self.chain_generator.set_state(state["chain_generator"])
         self.best = _Best(**state["best"])
         self.counters = _Counters(**state["counters"])
@@ -448,6 +452,17 @@ class Trainer:
 
     def _save_checkpoint(self) -> None:
         files.save_torch(os.path.join(self.out, "checkpoint.pt"), self.state_dict())
+
+
+def _to_device(tree, device: torch.device):
+    """Every tensor of a nested dict/list/tuple, moved to ``device`` (bit for bit)."""
+    if isinstance(tree, torch.Tensor):
+        return tree.to(device)
+    if isinstance(tree, dict):
+        return {k: _to_device(v, device) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_to_device(v, device) for v in tree)
+    return tree
 
 
 def _install_sigint(trainer: Trainer):

@@ -118,7 +118,7 @@ def test_f1_per_task():
     with torch.no_grad():
         predicted = (model(x) > 0).double()  # [n, 2]
     f1 = _q6.f1_per_task(model, x, predicted)
-    assert [float(v) for v in f1 if predicted.sum() > 0] == [1.0] * len(f1) or torch.all((f1 == 1) | (f1 == 0))
+    assert torch.equal(f1, (predicted.sum(dim=0) > 0).double())  # perfect: 1, or 0 when nothing is positive
     flipped = _q6.f1_per_task(model, x, 1 - predicted)
     assert float(flipped.max()) == 0.0  # every prediction wrong: no true positives
 
@@ -140,6 +140,7 @@ def test_q6_end_to_end(tmp_path, capsys):
         assert float(r["base_step_ms"]) > 0 and float(r["gua_step_ms"]) > 0
         assert float(r["base_peak_mib"]) > 0 and float(r["gua_peak_mib"]) > 0
         assert float(r["time_ratio"]) == pytest.approx(float(r["gua_step_ms"]) / float(r["base_step_ms"]))
+        assert float(r["cpu_time_ratio"]) == pytest.approx(float(r["gua_step_cpu_ms"]) / float(r["base_step_cpu_ms"]))
         assert float(r["gua_R_p"]) == 0.0 and float(r["base_R_a"]) == 0.0
         assert r["paper_f1"] == "improved"  # the paper: F1 improved at m = 2 and m = 10
     assert rows[0]["solver"] == "enumerate" and rows[1]["solver"] == "nnls"
@@ -196,6 +197,8 @@ def test_parse_call():
     (["--gua", "none"], "other than none"),
     (["--epochs", "0"], "expected a whole number"),
     (["--samples", "x"], "invalid"),
+    pytest.param(["--device", "cuda"], "no CUDA device",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is here")),
 ])
 def test_q6_user_errors(tmp_path, capsys, argv, message):
     assert bench.main("q6", [*argv, "--out", str(tmp_path)]) == 1

@@ -11,10 +11,12 @@ import torch
 import pinnspec
 from pinnspec.catalog import BUILTINS
 from pinnspec.compiler import CompiledProblem
-from pinnspec.engine import loss_gradients
+from pinnspec.engine import Trainer, loss_gradients
 from pinnspec.engine._schedule import Constant, Cosine, WarmupConstant, WarmupCosine
+from pinnspec.lang._overrides import apply_overrides
 
 TINY = Path(__file__).parent / "data" / "tiny.pinn"
+ROOT = Path(__file__).resolve().parents[2]
 SURGERY = sorted(BUILTINS["surgery"])
 
 
@@ -71,8 +73,8 @@ def test_inverse_problem_learns_its_param():
 def test_divergence_stops_names_the_loss_and_keeps_the_checkpoint(tmp_path, monkeypatch):
     real = CompiledProblem.losses
 
-    def poisoned(self, model, points, params=None, grouping=None):
-        out = real(self, model, points, params, grouping)
+    def poisoned(self, model, points, params=None, grouping=None, **options):
+        out = real(self, model, points, params, grouping, **options)
         if points.epoch >= 7:
             out.task_list[1] = out.task_list[1] * float("nan")
         return out
@@ -121,3 +123,12 @@ def test_schedules_follow_the_paper():
     assert WarmupConstant(100)(40, T, 1e-4) == pytest.approx(4e-5) and WarmupConstant(100)(500, T, 1e-4) == 1e-4
     assert Constant()(0, T, lr0) == lr0
     assert Cosine(lr_min=0.0)(500, T, lr0) == pytest.approx(5e-4)
+
+
+def test_float32_run_takes_its_references_at_the_float64_points():
+    # the Schrödinger grid ends at t = pi/2, which float32 rounds past the reference's time span
+    spec = apply_overrides(pinnspec.load(ROOT / "specs" / "schrodinger.pinn"),
+                           {"dtype": "float32", "device": "cpu", "epochs": 1, "validate": "test every 100"})
+    trainer = Trainer(spec)
+    assert float(trainer.test_points[:, 1].max()) > math.pi / 2  # the rounding this guards against
+    assert trainer.test_reference.dtype == torch.float64 and len(trainer.test_reference) == 256 * 201

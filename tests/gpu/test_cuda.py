@@ -1,0 +1,90 @@
+"""The CUDA path (skipped without a GPU; run on a lent GPU machine by ``.ci/gpu-check``).
+
+What the CPU suite checks, here on CUDA: training with every surgery method and GUA,
+the forward engine against nested autograd, the compiled losses (inductor, and CUDA
+graphs) against the eager ones, same seed -> same run, and resume from a checkpoint."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import pinnspec
+from pinnspec.engine import Trainer, loss_gradients, resume
+from pinnspec.lang._overrides import apply_overrides
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "tests" / "engine" / "data" / "tiny.pinn"
+BURGERS = ROOT / "specs" / "burgers.pinn"
+SURGERY = ["none", "pcgrad", "cagrad", "imtlg", "amtl", "upgrad", "config", "mconfig"]
+
+
+def _spec(path, **settings):
+    return apply_overrides(pinnspec.load(path), {"device": "cuda", **settings})
+
+
+def test_device_auto_picks_cuda():
+    trainer = Trainer(apply_overrides(pinnspec.load(TINY), {"device": "auto", "epochs": 1}))
+    assert trainer.device.type == "cuda"
+    assert all(t.device.type == "cuda" for t in trainer.theta)
+
+
+@pytest.mark.parametrize("surgery", SURGERY)
+def test_every_surgery_with_gua_trains_on_cuda(surgery):
+    result = Trainer(_spec(TINY, surgery=surgery, align="gua", epochs=12)).run()
+    assert result.status == "completed" and result.device.startswith("cuda")
+    assert result.rates["R_p"] == 0.0  # GUA leaves no conflicting update on CUDA either
+    assert result.peak_memory_mb > 0
+
+
+def test_same_seed_same_run_on_cuda():
+    a = Trainer(_spec(TINY, epochs=15)).run()
+    b = Trainer(_spec(TINY, epochs=15)).run()
+    assert a.rel_l2 == b.rel_l2 and a.rates == b.rates
+
+
+def test_resume_on_cuda_is_bit_identical(tmp_path):
+    whole = Trainer(_spec(TINY, epochs=20), out=str(tmp_path / "whole")).run()
+    first = Trainer(_spec(TINY, epochs=20, checkpoint_every=10), out=str(tmp_path / "split"))
+    step = first.step
+
+    def interrupted_after_ten(epoch):  # as Ctrl-C during epoch 9: finish it, checkpoint, stop
+        row = step(epoch)
+        first._stop_requested = epoch == 9
+        return row
+
+    first.step = interrupted_after_ten
+    assert first.run().status == "interrupted"
+    resumed = resume(str(tmp_path / "split"))
+    assert resumed.epochs_done == 20 and resumed.rel_l2 == whole.rel_l2
+
+
+@pytest.mark.parametrize("spec", [BURGERS, ROOT / "specs" / "schrodinger.pinn"])
+def test_forward_engine_equals_autograd_on_cuda(spec):
+    trainer = Trainer(_spec(spec, dtype="float64", epochs=1))
+    points = trainer._points_for(0)
+    values = {}
+    for engine in ("autograd", "forward"):
+        trainer.problem.engine = engine
+        losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name)
+        values[engine] = (losses.tasks.detach(), loss_gradients(losses.task_list, trainer.theta))
+    torch.testing.assert_close(values["forward"][0], values["autograd"][0], rtol=1e-10, atol=1e-14)
+    torch.testing.assert_close(values["forward"][1], values["autograd"][1], rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["on", "graphs"])
+def test_compiled_losses_equal_eager_on_cuda(mode):
+    trainer = Trainer(_spec(BURGERS, compile=mode, grouping="three", epochs=6))
+    assert trainer.problem.compile_mode == ("reduce-overhead" if mode == "graphs" else "default")
+    for epoch in range(3):  # CUDA graphs record on the first calls and replay after
+        points = trainer._points_for(epoch)
+        eager = trainer.problem.losses(trainer.model, points, trainer.params, "three", compiled=False)
+        eager_G = loss_gradients(eager.task_list, trainer.theta)
+        compiled = trainer.problem.losses(trainer.model, points, trainer.params, "three", compiled=True)
+        compiled_G = loss_gradients(compiled.task_list, trainer.theta)
+        torch.testing.assert_close(compiled.tasks, eager.tasks, rtol=1e-4, atol=1e-7)
+        torch.testing.assert_close(compiled_G, eager_G, rtol=1e-3, atol=1e-6)
+        trainer.step(epoch)
+    assert trainer.run().status == "completed"
