@@ -17,6 +17,7 @@ import torch
 from .. import __version__
 from .._malloc import SETTINGS as MALLOC_SETTINGS
 from .._malloc import tune_allocator
+from ._args import nonnegative, positive
 
 EXIT_OK, EXIT_USER = 0, 1
 SPEC_NAME = "burgers.pinn"
@@ -49,31 +50,17 @@ def run_main(parser: argparse.ArgumentParser, run, argv) -> int:
 
 
 def add_common_arguments(p: argparse.ArgumentParser, *, epochs: int, warmup: int) -> None:
-    p.add_argument("--epochs", type=_positive, default=epochs, metavar="N", help=f"timed epochs (default {epochs})")
-    p.add_argument("--warmup", type=_nonnegative, default=warmup, metavar="N",
+    p.add_argument("--epochs", type=positive, default=epochs, metavar="N", help=f"timed epochs (default {epochs})")
+    p.add_argument("--warmup", type=nonnegative, default=warmup, metavar="N",
                    help=f"untimed warm-up epochs per contender (default {warmup})")
     p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu", help="default cpu")
-    p.add_argument("--threads", type=_positive, default=None, metavar="N",
+    p.add_argument("--threads", type=positive, default=None, metavar="N",
                    help="torch intra-op threads (default: torch's own choice)")
     p.add_argument("--malloc", choices=["tuned", "stock"], default="tuned",
                    help="glibc allocator settings: pinnspec's tuning (default) or the stock ones "
                         "(same as PINNSPEC_MALLOC=off); applies to every contender of the process")
     p.add_argument("--spec", metavar="FILE", default=None, help=f"the Burgers spec (default: specs/{SPEC_NAME})")
     p.add_argument("--out", metavar="DIR", default=None, help="also write the tables as Markdown and CSV here")
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
-    return value
-
-
-def _nonnegative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text}")
-    return value
 
 
 # ====================================================================== environment

@@ -18,9 +18,11 @@ import math
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import _paper
+from ._args import positive
 
 EXIT_OK, EXIT_USER = 0, 1
 DEFAULT_PROBLEMS = ("burgers", "schrodinger")
@@ -60,26 +62,19 @@ def parser(prog: str, description: str, *, methods: tuple[str, ...], optimizers:
                    help=f"comma-separated optimizers, arguments allowed{optimizers_help} "
                         f"(default {','.join(optimizers) or SPECS_OWN})")
     p.add_argument("--seeds", default="0", metavar="LIST", help="seeds: 0,1,2 or 0-4 (default 0; the paper: 0-4)")
-    p.add_argument("--epochs", type=_positive, default=DEFAULT_EPOCHS, metavar="N",
+    p.add_argument("--epochs", type=positive, default=DEFAULT_EPOCHS, metavar="N",
                    help=f"training epochs per run (default {DEFAULT_EPOCHS}; the paper trains far longer)")
     p.add_argument("--validate", choices=sorted(VALIDATE), default="spec",
                    help="checkpoint selection: the spec's own validate statement (default), or 'test': the "
                         "paper's protocol (validate = \"test every 100\")")
     p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu", help="default cpu")
-    p.add_argument("--jobs", type=_positive, default=None, metavar="N",
+    p.add_argument("--jobs", type=positive, default=None, metavar="N",
                    help="local worker processes (default: half the cores)")
-    p.add_argument("--threads", type=_positive, default=None, metavar="N", help="torch threads per run")
+    p.add_argument("--threads", type=positive, default=None, metavar="N", help="torch threads per run")
     p.add_argument("--spec", action="append", default=[], metavar="NAME=PATH",
                    help="the spec file of problem NAME (adds a problem or replaces specs/NAME.pinn); repeatable")
     p.add_argument("--out", metavar="DIR", default=out_default, help=f"output folder (default {out_default})")
     return p
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
-    return value
 
 
 def run_main(p: argparse.ArgumentParser, run, argv) -> int:
@@ -139,6 +134,27 @@ def spec_paths(problems: list[str], extra: list[str]) -> dict[str, str]:
             raise BenchError(f"problem '{problem}': cannot find specs/{problem}.pinn (looked in "
                              f"{', '.join(str(r) for r in roots)}); pass --spec {problem}=PATH")
     return paths
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a paper benchmark's command line selects (``--problems`` ... ``--seeds``)."""
+
+    problems: list[str]
+    groupings: list[str]
+    methods: list[str]
+    optimizers: list[str | None]  # [None]: the spec's own optimizer
+    seeds: list[int]
+    paths: dict[str, str]  # problem -> spec file
+
+
+def selection(args) -> Selection:
+    """The checked selection of the shared flags (BenchError on a bad value)."""
+    problems = names(args.problems, "--problems")
+    return Selection(problems=problems, groupings=names(args.groupings, "--groupings"),
+                     methods=names(args.methods, "--methods"),
+                     optimizers=names(args.optimizers, "--optimizers") if args.optimizers else [None],
+                     seeds=seeds(args.seeds), paths=spec_paths(problems, args.spec))
 
 
 def split_grid(values: dict[str, list[str]]) -> tuple[dict[str, list[str]], dict[str, str]]:

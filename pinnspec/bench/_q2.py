@@ -17,8 +17,8 @@ import os
 import re
 
 from . import _paper
-from ._gum import (EXIT_OK, base_name, chain, fixed_settings, names, panels, parser, pct, run_cell, run_main, sci,
-                   seeds, spec_paths, write_outputs)
+from ._gum import (EXIT_OK, base_name, chain, fixed_settings, panels, parser, pct, run_cell, run_main, sci, selection,
+                   write_outputs)
 
 ALIGNS = ("none", "gua")
 COLUMNS = ["problem", "grouping", "method", "align", "optimizer", "runs", "completed", "rel_l2_mean", "rel_l2_std", "imp",
@@ -53,12 +53,9 @@ def improvement(base: float | None, gua: float | None) -> float | None:
 
 
 def _run(args) -> int:
-    problems = names(args.problems, "--problems")
-    groupings = names(args.groupings, "--groupings")
-    methods = names(args.methods, "--methods")
-    optimizers = names(args.optimizers, "--optimizers") if args.optimizers else [None]  # None: the spec's
-    seed_list = seeds(args.seeds)
-    paths = spec_paths(problems, args.spec)
+    chosen = selection(args)
+    problems, groupings, methods, optimizers = chosen.problems, chosen.groupings, chosen.methods, chosen.optimizers
+    seed_list, paths = chosen.seeds, chosen.paths
     rows, exit_code = [], EXIT_OK
     for problem in problems:
         gua = gua_statement(paths[problem])

@@ -39,8 +39,9 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 from . import _paper
-from ._gum import (EXIT_OK, BenchError, _positive, base_name, cell, fixed_settings, names, panels, parser, run_main,
-                   seeds, spec_paths, write_outputs)
+from ._args import positive
+from ._gum import (EXIT_OK, BenchError, base_name, cell, fixed_settings, panels, parser, run_main, selection,
+                   write_outputs)
 from ._q2 import gua_statement
 
 #: epsilon of the denominator |L_i(theta)| + eps of W_rel (the paper names eps but gives no value; this one
@@ -335,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
                "Q3: same-state, norm-matched comparison of u, p and q = (||p||/||u||) u during ConFIG + Adam + GUA "
                "training; win rates of the worst relative one-step loss change next to the paper's.",
                methods=("config",), optimizers=(), out_default=os.path.join("runs", "bench-q3"))
-    p.add_argument("--every", type=_positive, default=DEFAULT_EVERY, metavar="K",
+    p.add_argument("--every", type=positive, default=DEFAULT_EVERY, metavar="K",
                    help=f"probe every K-th epoch (default {DEFAULT_EVERY}); each probe costs about one extra step "
                         f"plus three loss evaluations")
     return p
@@ -349,12 +350,9 @@ def _run(args, log=_stderr) -> int:
     from ..sweep import Sweep, plan
     from ..sweep._sweep import cpu_count, default_jobs
 
-    problems = names(args.problems, "--problems")
-    groupings = names(args.groupings, "--groupings")
-    methods = names(args.methods, "--methods")
-    optimizers = names(args.optimizers, "--optimizers") if args.optimizers else [None]  # None: the spec's
-    seed_list = seeds(args.seeds)
-    paths = spec_paths(problems, args.spec)
+    chosen = selection(args)
+    problems, groupings, methods, optimizers = chosen.problems, chosen.groupings, chosen.methods, chosen.optimizers
+    seed_list, paths = chosen.seeds, chosen.paths
     cells, tasks = [], []
     for problem in problems:
         gua = gua_statement(paths[problem])

@@ -28,8 +28,8 @@ import math
 import os
 
 from . import _paper
-from ._gum import (EXIT_OK, BenchError, base_name, chain, fixed_settings, names, panels, parser, pct, run_cell,
-                   run_main, sci, seeds, spec_paths, split_grid, write_outputs)
+from ._gum import (EXIT_OK, BenchError, base_name, chain, fixed_settings, panels, parser, pct, run_cell, run_main,
+                   sci, selection, split_grid, write_outputs)
 from ._q2 import gua_statement, improvement
 
 #: variant -> (label, (rho_m, rho_v) or None: the spec's own soft statement); "none" is no GUA at all
@@ -112,12 +112,9 @@ def coefficients(spec_path: str, statement: str, optimizer: str | None = None) -
 
 
 def _run(args) -> int:
-    problems = names(args.problems, "--problems")
-    groupings = names(args.groupings, "--groupings")
-    methods = names(args.methods, "--methods")
-    optimizers = names(args.optimizers, "--optimizers") if args.optimizers else [None]  # None: the spec's
-    seed_list = seeds(args.seeds)
-    paths = spec_paths(problems, args.spec)
+    chosen = selection(args)
+    problems, groupings, methods, optimizers = chosen.problems, chosen.groupings, chosen.methods, chosen.optimizers
+    seed_list, paths = chosen.seeds, chosen.paths
     rows, exit_code = [], EXIT_OK
     for problem in problems:
         statements = variant_statements(paths[problem])

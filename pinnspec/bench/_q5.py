@@ -23,8 +23,8 @@ import math
 import os
 
 from . import _paper
-from ._gum import (EXIT_OK, base_name, names, panels, parser, run_cell, run_main, sci, seeds, spec_paths,
-                   split_grid, fixed_settings, write_outputs)
+from ._gum import (EXIT_OK, base_name, fixed_settings, panels, parser, run_cell, run_main, sci, selection,
+                   split_grid, write_outputs)
 from ._q2 import gua_statement
 
 #: What the paper says of Q5 (Figure fig:overhead has no published numbers).
@@ -57,12 +57,9 @@ def ratio(gua: float | None, base: float | None) -> float | None:
 
 def _run(args) -> int:
     args.fresh_processes = True  # each run's peak memory its own
-    problems = names(args.problems, "--problems")
-    groupings = names(args.groupings, "--groupings")
-    methods = names(args.methods, "--methods")
-    optimizers = names(args.optimizers, "--optimizers") if args.optimizers else [None]
-    seed_list = seeds(args.seeds)
-    paths = spec_paths(problems, args.spec)
+    chosen = selection(args)
+    problems, groupings, methods, optimizers = chosen.problems, chosen.groupings, chosen.methods, chosen.optimizers
+    seed_list, paths = chosen.seeds, chosen.paths
     rows, exit_code = [], EXIT_OK
     for problem in problems:
         gua = gua_statement(paths[problem])

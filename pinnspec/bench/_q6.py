@@ -57,6 +57,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+from ._args import nonnegative, positive
 from ._gum import (EXIT_OK, EXIT_USER, BenchError, base_name, cell, names, panels, parser, pct, run_main, seeds,
                    write_outputs)
 
@@ -549,37 +550,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"task counts m, 1..{ATTRIBUTES} (default {default_tasks}, the paper's)")
     p.add_argument("--gua", default="gua", metavar="CALL", help="the alignment of the +GUA runs (default gua: "
                    "the Adam metric, (rho_m, rho_v) = (0.1, 0.03))")
-    p.add_argument("--samples", type=_positive, default=RunConfig.samples, metavar="N",
+    p.add_argument("--samples", type=positive, default=RunConfig.samples, metavar="N",
                    help=f"training examples (default {RunConfig.samples})")
-    p.add_argument("--test-samples", type=_positive, default=RunConfig.test_samples, metavar="N",
+    p.add_argument("--test-samples", type=positive, default=RunConfig.test_samples, metavar="N",
                    help=f"held-out test examples (default {RunConfig.test_samples})")
-    p.add_argument("--features", type=_positive, default=RunConfig.features, metavar="D",
+    p.add_argument("--features", type=positive, default=RunConfig.features, metavar="D",
                    help=f"input features (default {RunConfig.features})")
-    p.add_argument("--width", type=_positive, default=RunConfig.width, metavar="W",
+    p.add_argument("--width", type=positive, default=RunConfig.width, metavar="W",
                    help=f"trunk width (default {RunConfig.width})")
-    p.add_argument("--depth", type=_positive, default=RunConfig.depth, metavar="L",
+    p.add_argument("--depth", type=positive, default=RunConfig.depth, metavar="L",
                    help=f"trunk layers (default {RunConfig.depth})")
-    p.add_argument("--batch-size", type=_positive, default=RunConfig.batch_size, metavar="B",
+    p.add_argument("--batch-size", type=positive, default=RunConfig.batch_size, metavar="B",
                    help=f"batch size (default {RunConfig.batch_size}, the paper's)")
-    p.add_argument("--warmup-steps", type=_nonnegative, default=RunConfig.warmup_steps, metavar="N",
+    p.add_argument("--warmup-steps", type=nonnegative, default=RunConfig.warmup_steps, metavar="N",
                    help=f"first steps left out of the time per step (default {RunConfig.warmup_steps})")
-    p.add_argument("--data-seed", type=_nonnegative, default=RunConfig.data_seed, metavar="S",
+    p.add_argument("--data-seed", type=nonnegative, default=RunConfig.data_seed, metavar="S",
                    help="seed of the generated data set (default 0; --seeds vary the initialisation and batch order)")
     return p
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
-    return value
-
-
-def _nonnegative(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text}")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:
