@@ -21,9 +21,9 @@ import numpy as np
 import torch
 
 from .. import ir
+from ..forward import forward_values
 from ..registry import REFERENCES, UnknownNameError
 from ..sampling import PointPlan, PointSet, box_points, grid_points, read_columns
-from ..forward import forward_values
 from ._codegen import Kernel, build_kernels, generate_kernel
 from ._plan import DerivativePlan
 
@@ -290,12 +290,13 @@ class CompiledProblem:
         return None
 
     def _compiled_sums(self, model, points: Points, params) -> dict[str, torch.Tensor]:
+        """condition -> its sum of squared residuals, by the compiled units (inputs detached: a compiled
+        backward would otherwise also compute the unneeded gradients with respect to the points)."""
         sums = {}
         for index, cks in self._by_set.items():
             s = points.sets[index]
-            detach = (lambda t: None if t is None else t.detach())  # noqa: E731  (no input gradients)
-            out = self._compiled[index](self, index, model, detach(s.x), detach(s.partner), s.observed,
-                                        s.face_slices, params)
+            partner = None if s.partner is None else s.partner.detach()
+            out = self._compiled[index](self, index, model, s.x.detach(), partner, s.observed, s.face_slices, params)
             sums.update(zip((ck.condition for ck in cks), out))
         return sums
 
