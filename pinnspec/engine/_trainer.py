@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import os
-import resource
 import signal
 import sys
 import time
@@ -34,6 +33,7 @@ import torch
 
 from .. import __version__
 from .._malloc import tune_allocator
+from .._rss import read_status, reset_peak
 from .. import models, optim, surgery  # noqa: F401  (register the built-in names)
 from ..align import conflicts
 from ..compiler import compile_spec
@@ -67,7 +67,7 @@ class Result:
     rates: dict[str, float | None]
     projected_fraction: float | None
     train_time_s: float
-    peak_memory_mb: float
+    peak_memory_mb: float  # since training started in this process: CUDA max allocated, or the CPU RSS high-water mark
     device: str
     dtype: str
     params: dict[str, float]
@@ -304,6 +304,7 @@ class Trainer:
         bar = self._progress_bar()
         previous = _install_sigint(self)
         started = time.perf_counter() - self.elapsed
+        self._reset_peak_memory()
         try:
             for epoch in range(self.epoch, self.epochs):
                 row = self.step(epoch)
@@ -340,6 +341,14 @@ class Trainer:
         if self.log and self.message:
             self.log(self.message)
         return result
+
+    def _reset_peak_memory(self) -> None:
+        """Peak memory counts from here: a process that trains several runs (a sweep's pool worker)
+        reports each run's own peak, not the worker's."""
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        else:
+            reset_peak()  # Linux; elsewhere the process's ru_maxrss stands in
 
     def _postfix(self, row: dict) -> str:
         parts = [f"loss {row['loss']:.3e}"]
@@ -380,7 +389,7 @@ class Trainer:
         if self.device.type == "cuda":
             peak = torch.cuda.max_memory_allocated(self.device) / 2**20
         else:
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+            peak = read_status()["VmHWM"] / 2**20
         return Result(
             problem=self.spec.ir.name, surgery=str(t.surgery), optimizer=str(t.optimizer), align=str(t.align),
             grouping=self.grouping.name, seed=self.seed, epochs=self.epochs, epochs_done=self.epoch,

@@ -132,3 +132,18 @@ def test_float32_run_takes_its_references_at_the_float64_points():
     trainer = Trainer(spec)
     assert float(trainer.test_points[:, 1].max()) > math.pi / 2  # the rounding this guards against
     assert trainer.test_reference.dtype == torch.float64 and len(trainer.test_reference) == 256 * 201
+
+
+def test_peak_memory_counts_from_the_start_of_training():
+    """A process that trained something big before (a sweep's pool worker) reports each run's own peak."""
+    import numpy as np
+
+    from pinnspec._rss import read_status, reset_peak
+
+    if not reset_peak():
+        pytest.skip("the kernel does not let a process reset its RSS high-water mark")
+    big = np.ones(400 * 2**20 // 8)  # 400 MiB, touched
+    before = read_status()["VmHWM"]
+    del big
+    result = Trainer(apply_overrides(pinnspec.load(TINY), {"epochs": 3, "device": "cpu"})).run()
+    assert 0 < result.peak_memory_mb < (before - 300 * 2**20) / 2**20
