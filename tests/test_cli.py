@@ -122,3 +122,11 @@ def test_missing_run_dir_is_a_user_error(command, tmp_path, capsys):
     assert main([*command, str(tmp_path / "nope")]) == 1
     err = capsys.readouterr().err
     assert "error:" in err and "Traceback" not in err
+
+
+def test_bench_lists_the_benchmarks_and_suggests_names(capsys):
+    assert main(["bench"]) == 1
+    err = capsys.readouterr().err
+    assert all(name in err for name in ("speed", "overhead", "gum", "q2", "q3", "q4", "q5", "q6"))
+    assert main(["bench", "q22"]) == 1
+    assert "did you mean 'q2'?" in capsys.readouterr().err

@@ -254,6 +254,9 @@ def _cmd_bench(args) -> int:
     from .. import bench
     from ..registry import did_you_mean
 
+    if args.name is None:  # `pinnspec bench`: the list of benchmarks, as a usage error
+        print(args.bench_help(), end="", file=sys.stderr)
+        return EXIT_USER
     if args.name not in bench.BENCHMARKS:
         hint = did_you_mean(args.name, bench.BENCHMARKS)
         more = f"; did you mean '{hint}'?" if hint else f" (known: {', '.join(bench.BENCHMARKS)})"
@@ -327,11 +330,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    "[--dry-run]")
     p.set_defaults(run=lambda _: _cmd_sweep(["--help"]))
 
-    p = sub.add_parser("bench", help="benchmarks: speed (vs hand-written torch), overhead (surgery + GUA)",
-                       add_help=False)
-    p.add_argument("name", metavar="NAME", help="speed | overhead (NAME --help lists its options)")
+    from ..bench import BENCHMARKS  # torch-free
+
+    p = sub.add_parser("bench", help="benchmarks: speed, overhead, and the paper's experiments gum, q2 ... q6",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="benchmarks:\n" + "\n".join(f"  {k:9} {v}" for k, v in BENCHMARKS.items()))
+    p.add_argument("name", metavar="NAME", nargs="?", help=f"{' | '.join(BENCHMARKS)} (NAME --help lists its options)")
     p.add_argument("args", nargs=argparse.REMAINDER)
-    p.set_defaults(run=_cmd_bench)
+    p.set_defaults(run=_cmd_bench, bench_help=p.format_help)
     return parser
 
 
