@@ -153,8 +153,16 @@ def _one_minus_square(x: torch.Tensor) -> torch.Tensor:
 # Each family returns [(scale_m, q_m)] with sigma^(m)(z) = scale_m * q_m: integer scales
 # stay out of the tensors (the derivative programs fold them into their coefficients).
 
+def _tanh_by_expm1(z: torch.Tensor) -> torch.Tensor:
+    """tanh z = e / (e + 2), e = expm1(2 z): the same values (to rounding; no cancellation near 0), and
+    inductor's vectorised expm1 on the CPU is ~3x faster than its tanh (0.26 vs 0.90 ms on [10k, 50],
+    one thread).  |z| is clamped at 40 (tanh = +-1 in float64 beyond; expm1(80) fits in float32)."""
+    e = torch.expm1(2.0 * z.clamp(-40.0, 40.0))
+    return e / (e + 2.0)
+
+
 def _tanh(z: torch.Tensor, order: int) -> list:
-    t = torch.tanh(z)
+    t = _tanh_by_expm1(z) if torch.compiler.is_compiling() else torch.tanh(z)  # compiled graphs: the fast form
     out = [(1, t)]
     if order:
         s = _one_minus_square(t)  # sigma^(m) = s * p_{m-1}'(t) for m >= 1
