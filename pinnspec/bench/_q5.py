@@ -4,7 +4,8 @@ Each surgery method (default ConFIG, the paper's) x align {none, gua} on every `
 ``--groupings`` x ``--seeds``, through :class:`pinnspec.sweep.Sweep` (one per (problem, grouping)
 under ``OUT/runs/PROBLEM-GROUPING``, restartable).  Every run is its own process, so its peak memory
 is its own: on CUDA ``torch.cuda.max_memory_allocated`` (the paper's "peak GPU memory"), on CPU the
-process's peak RSS (which also holds the interpreter, torch and the compiler: the same for both arms).
+RSS high-water mark from the start of training (which also holds the interpreter, torch and the
+compiler, the same for both arms).
 Time is the run's training-loop wall time (validation included, setup excluded).
 
 Writes ``OUT/q5.md``, ``OUT/q5.csv`` and ``OUT/q5.png``: per cell, rel-L2, time and peak memory of each
@@ -104,7 +105,8 @@ def _num(value, fmt: str) -> str:
 
 
 def markdown(rows: list[dict], args, seed_list: list[int]) -> str:
-    memory = "CUDA max allocated" if args.device in ("cuda", "auto") else "peak RSS of the run's process"
+    memory = "CUDA max allocated" if args.device == "cuda" else \
+        "the RSS high-water mark during training (CUDA max allocated on a GPU)"
     lines = ["# pinnspec bench q5: GUA's time and memory overhead", "",
              f"{args.epochs} epochs per run, seeds {','.join(map(str, seed_list))}, device {args.device}, "
              f"{args.jobs or 'default'} local job(s). Time: the training loop's wall time (mean over seeds); memory: "
