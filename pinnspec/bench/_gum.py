@@ -69,7 +69,8 @@ def parser(prog: str, description: str, *, methods: tuple[str, ...], optimizers:
                         "paper's protocol (validate = \"test every 100\")")
     p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu", help="default cpu")
     p.add_argument("--jobs", type=positive, default=None, metavar="N",
-                   help="local worker processes (default: half the cores)")
+                   help="runs at a time, in local worker processes shared by every (problem, grouping) "
+                        "cell (default: half the cores)")
     p.add_argument("--threads", type=positive, default=None, metavar="N", help="torch threads per run")
     p.add_argument("--spec", action="append", default=[], metavar="NAME=PATH",
                    help="the spec file of problem NAME (adds a problem or replaces specs/NAME.pinn); repeatable")
@@ -171,15 +172,27 @@ def fixed_settings(args, **more) -> dict[str, str]:
     return fixed
 
 
-def run_cell(spec: str, out: str, grid: dict[str, list[str]], seed_list: list[int], fixed: dict[str, str],
-             args) -> tuple[list[dict], int]:
-    """One sweep (a (problem, grouping) cell); returns its table (one entry per setting) and exit code."""
-    from ..sweep import Sweep, run_sweep
+@dataclass(frozen=True)
+class Cell:
+    """One sweep of a paper benchmark (a (problem, grouping[, optimizer]) cell): its own run folder
+    and table; ``key`` is what the benchmark files the table under."""
 
-    sweep = Sweep(spec, grid=grid, seeds=seed_list, fixed=fixed, out=out)
-    report = run_sweep(sweep, jobs=args.jobs, threads=args.threads,
-                       fresh_processes=getattr(args, "fresh_processes", False))
-    return report.table, report.exit_code
+    key: tuple
+    spec: str
+    out: str
+    grid: dict
+    fixed: dict
+
+
+def run_cells(cells: list[Cell], seed_list: list[int], args) -> tuple[list[list[dict]], int]:
+    """Every cell's unfinished runs in ONE pool (``--jobs`` runs at a time over all cells); returns
+    each cell's table (one entry per setting), in order, and the worst exit code."""
+    from ..sweep import Sweep, run_sweeps
+
+    sweeps = [Sweep(c.spec, grid=c.grid, seeds=seed_list, fixed=c.fixed, out=c.out) for c in cells]
+    reports = run_sweeps(sweeps, jobs=args.jobs, threads=args.threads,
+                         fresh_processes=getattr(args, "fresh_processes", False))
+    return [r.table for r in reports], max((r.exit_code for r in reports), default=EXIT_OK)
 
 
 def base_name(value: str) -> str:
@@ -256,25 +269,25 @@ def _run(args) -> int:
     calls = {_paper.paper_optimizer(o): o for o in given}  # the statement run -> the name as given
     seed_list = seeds(args.seeds)
     paths = spec_paths(problems, args.spec)
-    rows, exit_code = [], EXIT_OK
-    for problem in problems:
-        for grouping in groupings:
-            grid, fixed = split_grid({"optimizer": list(calls), "surgery": methods})
-            table, code = run_cell(paths[problem], os.path.join(args.out, "runs", f"{problem}-{grouping}"),
-                                   grid, seed_list, fixed_settings(args, grouping=grouping, align="none", **fixed), args)
-            exit_code = max(exit_code, code)
-            for entry in table:
-                run = entry.get("optimizer", fixed.get("optimizer"))
-                optimizer = calls.get(run, run)
-                if len(methods) > 1:  # a method other than the paper's ConFIG is named in the row
-                    optimizer = f"{optimizer} / {entry['surgery']}"
-                paper = _paper.gum(problem, grouping, base_name(optimizer)) or (None, None, None)
-                rows.append({"problem": problem, "grouping": grouping, "optimizer": optimizer,
-                             "runs": entry["runs"], "completed": entry["completed"],
-                             "R_g": pct(entry["R_g_mean"]), "R_a": pct(entry["R_a_mean"]),
-                             "R_u": pct(entry["R_u_mean"]), "paper_R_g": paper[0], "paper_R_a": paper[1],
-                             "paper_R_u": paper[2], "rel_l2_mean": entry["rel_l2_mean"],
-                             "rel_l2_std": entry["rel_l2_std"]})
+    grid, fixed = split_grid({"optimizer": list(calls), "surgery": methods})
+    cells = [Cell((problem, grouping), paths[problem], os.path.join(args.out, "runs", f"{problem}-{grouping}"),
+                  grid, fixed_settings(args, grouping=grouping, align="none", **fixed))
+             for problem in problems for grouping in groupings]
+    tables, exit_code = run_cells(cells, seed_list, args)
+    rows = []
+    for (problem, grouping), table in zip((c.key for c in cells), tables):
+        for entry in table:
+            run = entry.get("optimizer", fixed.get("optimizer"))
+            optimizer = calls.get(run, run)
+            if len(methods) > 1:  # a method other than the paper's ConFIG is named in the row
+                optimizer = f"{optimizer} / {entry['surgery']}"
+            paper = _paper.gum(problem, grouping, base_name(optimizer)) or (None, None, None)
+            rows.append({"problem": problem, "grouping": grouping, "optimizer": optimizer,
+                         "runs": entry["runs"], "completed": entry["completed"],
+                         "R_g": pct(entry["R_g_mean"]), "R_a": pct(entry["R_a_mean"]),
+                         "R_u": pct(entry["R_u_mean"]), "paper_R_g": paper[0], "paper_R_a": paper[1],
+                         "paper_R_u": paper[2], "rel_l2_mean": entry["rel_l2_mean"],
+                         "rel_l2_std": entry["rel_l2_std"]})
     written = write_outputs(args.out, "gum", markdown(rows, args, seed_list), COLUMNS, rows, figure(rows))
     print(markdown(rows, args, seed_list))
     print(f"wrote {written['markdown']}, {written['csv']}, {written['plot']}")

@@ -17,7 +17,7 @@ import os
 import re
 
 from . import _paper
-from ._gum import (EXIT_OK, base_name, chain, fixed_settings, panels, parser, pct, run_cell, run_main, sci, selection,
+from ._gum import (Cell, base_name, chain, fixed_settings, panels, parser, pct, run_cells, run_main, sci, selection,
                    write_outputs)
 
 ALIGNS = ("none", "gua")
@@ -56,34 +56,36 @@ def _run(args) -> int:
     chosen = selection(args)
     problems, groupings, methods, optimizers = chosen.problems, chosen.groupings, chosen.methods, chosen.optimizers
     seed_list, paths = chosen.seeds, chosen.paths
-    rows, exit_code = [], EXIT_OK
+    cells = []
     for problem in problems:
         gua = gua_statement(paths[problem])
         for grouping, optimizer in ((g, o) for g in groupings for o in optimizers):
             cell_name = f"{problem}-{grouping}" + (f"-{base_name(optimizer)}" if optimizer else "")
             extra = {"optimizer": optimizer} if optimizer else {}
-            table, code = run_cell(paths[problem], os.path.join(args.out, "runs", cell_name),
-                                   {"surgery": methods, "align": ["none", gua]}, seed_list,
-                                   fixed_settings(args, grouping=grouping, **extra), args)
-            exit_code = max(exit_code, code)
-            found = {(e["surgery"], "none" if e["align"] == "none" else "gua"): e for e in table}
-            for method in methods:
-                base = found.get((method, "none"), {}).get("rel_l2_mean")
-                for align in ALIGNS:
-                    entry = found.get((method, align), {})
-                    key = (problem, grouping, base_name(method), align)
-                    p_l2 = _paper.q2_l2(*key) or (None, None, None)
-                    p_rates = _paper.q2_rates(*key) or (None, None, None, None)
-                    rows.append({
-                        "problem": problem, "grouping": grouping, "method": method, "align": align,
-                        "optimizer": optimizer or "spec",
-                        "runs": entry.get("runs", 0), "completed": entry.get("completed", 0),
-                        "rel_l2_mean": entry.get("rel_l2_mean"), "rel_l2_std": entry.get("rel_l2_std"),
-                        "imp": improvement(base, entry.get("rel_l2_mean")) if align == "gua" else None,
-                        **{r: pct(entry.get(f"{r}_mean")) for r in ("R_g", "R_a", "R_u", "R_p")},
-                        "paper_rel_l2_mean": p_l2[0], "paper_rel_l2_std": p_l2[1], "paper_imp": p_l2[2],
-                        **{f"paper_{r}": v for r, v in zip(("R_g", "R_a", "R_u", "R_p"), p_rates)},
-                    })
+            cells.append(Cell((problem, grouping, optimizer), paths[problem],
+                              os.path.join(args.out, "runs", cell_name), {"surgery": methods, "align": ["none", gua]},
+                              fixed_settings(args, grouping=grouping, **extra)))
+    tables, exit_code = run_cells(cells, seed_list, args)
+    rows = []
+    for (problem, grouping, optimizer), table in zip((c.key for c in cells), tables):
+        found = {(e["surgery"], "none" if e["align"] == "none" else "gua"): e for e in table}
+        for method in methods:
+            base = found.get((method, "none"), {}).get("rel_l2_mean")
+            for align in ALIGNS:
+                entry = found.get((method, align), {})
+                key = (problem, grouping, base_name(method), align)
+                p_l2 = _paper.q2_l2(*key) or (None, None, None)
+                p_rates = _paper.q2_rates(*key) or (None, None, None, None)
+                rows.append({
+                    "problem": problem, "grouping": grouping, "method": method, "align": align,
+                    "optimizer": optimizer or "spec",
+                    "runs": entry.get("runs", 0), "completed": entry.get("completed", 0),
+                    "rel_l2_mean": entry.get("rel_l2_mean"), "rel_l2_std": entry.get("rel_l2_std"),
+                    "imp": improvement(base, entry.get("rel_l2_mean")) if align == "gua" else None,
+                    **{r: pct(entry.get(f"{r}_mean")) for r in ("R_g", "R_a", "R_u", "R_p")},
+                    "paper_rel_l2_mean": p_l2[0], "paper_rel_l2_std": p_l2[1], "paper_imp": p_l2[2],
+                    **{f"paper_{r}": v for r, v in zip(("R_g", "R_a", "R_u", "R_p"), p_rates)},
+                })
     text = markdown(rows, args, seed_list)
     written = write_outputs(args.out, "q2", text, COLUMNS, rows, figure(rows))
     print(text)

@@ -28,7 +28,7 @@ import math
 import os
 
 from . import _paper
-from ._gum import (EXIT_OK, BenchError, base_name, chain, fixed_settings, panels, parser, pct, run_cell, run_main,
+from ._gum import (BenchError, Cell, base_name, chain, fixed_settings, panels, parser, pct, run_cells, run_main,
                    sci, selection, split_grid, write_outputs)
 from ._q2 import gua_statement, improvement
 
@@ -115,36 +115,40 @@ def _run(args) -> int:
     chosen = selection(args)
     problems, groupings, methods, optimizers = chosen.problems, chosen.groupings, chosen.methods, chosen.optimizers
     seed_list, paths = chosen.seeds, chosen.paths
-    rows, exit_code = [], EXIT_OK
+    cells, context = [], []
     for problem in problems:
         statements = variant_statements(paths[problem])
-        by_statement = {s: v for v, s in statements.items()}
         for grouping, optimizer in ((g, o) for g in groupings for o in optimizers):
             rho = {v: coefficients(paths[problem], s, optimizer) for v, s in statements.items()}
             cell_name = f"{problem}-{grouping}" + (f"-{base_name(optimizer)}" if optimizer else "")
             grid, fixed = split_grid({"surgery": methods})
             grid = {"align": list(statements.values()), **grid}
             extra = {"optimizer": optimizer} if optimizer else {}
-            table, code = run_cell(paths[problem], os.path.join(args.out, "runs", cell_name), grid, seed_list,
-                                   fixed_settings(args, grouping=grouping, **fixed, **extra), args)
-            exit_code = max(exit_code, code)
-            found = {(e.get("surgery", methods[0]), by_statement[e["align"]]): e for e in table}
-            for method in methods:
-                base = found.get((method, "none"), {}).get("rel_l2_mean")
-                for variant, statement in statements.items():
-                    entry = found.get((method, variant), {})
-                    rows.append({
-                        "problem": problem, "grouping": grouping, "method": method, "optimizer": optimizer or "spec",
-                        "variant": variant, "align": statement,
-                        "rho_m": None if rho[variant] is None else rho[variant][0],
-                        "rho_v": None if rho[variant] is None else rho[variant][1],
-                        "runs": entry.get("runs", 0), "completed": entry.get("completed", 0),
-                        "diverged": entry.get("diverged", 0),
-                        "rel_l2_mean": entry.get("rel_l2_mean"), "rel_l2_std": entry.get("rel_l2_std"),
-                        "imp": None if variant == "none" else improvement(base, entry.get("rel_l2_mean")),
-                        "R_u": pct(entry.get("R_u_mean")), "R_p": pct(entry.get("R_p_mean")),
-                        **paper_columns(problem, grouping, method, optimizer, variant),
-                    })
+            cells.append(Cell((problem, grouping, optimizer), paths[problem], os.path.join(args.out, "runs", cell_name),
+                              grid, fixed_settings(args, grouping=grouping, **fixed, **extra)))
+            context.append((statements, rho))
+    tables, exit_code = run_cells(cells, seed_list, args)
+    rows = []
+    for cell, (statements, rho), table in zip(cells, context, tables):
+        problem, grouping, optimizer = cell.key
+        by_statement = {s: v for v, s in statements.items()}
+        found = {(e.get("surgery", methods[0]), by_statement[e["align"]]): e for e in table}
+        for method in methods:
+            base = found.get((method, "none"), {}).get("rel_l2_mean")
+            for variant, statement in statements.items():
+                entry = found.get((method, variant), {})
+                rows.append({
+                    "problem": problem, "grouping": grouping, "method": method, "optimizer": optimizer or "spec",
+                    "variant": variant, "align": statement,
+                    "rho_m": None if rho[variant] is None else rho[variant][0],
+                    "rho_v": None if rho[variant] is None else rho[variant][1],
+                    "runs": entry.get("runs", 0), "completed": entry.get("completed", 0),
+                    "diverged": entry.get("diverged", 0),
+                    "rel_l2_mean": entry.get("rel_l2_mean"), "rel_l2_std": entry.get("rel_l2_std"),
+                    "imp": None if variant == "none" else improvement(base, entry.get("rel_l2_mean")),
+                    "R_u": pct(entry.get("R_u_mean")), "R_p": pct(entry.get("R_p_mean")),
+                    **paper_columns(problem, grouping, method, optimizer, variant),
+                })
     text = markdown(rows, args, seed_list)
     written = write_outputs(args.out, "q4", text, COLUMNS, rows, figure(rows))
     print(text)

@@ -24,7 +24,7 @@ import math
 import os
 
 from . import _paper
-from ._gum import (EXIT_OK, base_name, fixed_settings, panels, parser, run_cell, run_main, sci, selection,
+from ._gum import (Cell, base_name, fixed_settings, panels, parser, run_cells, run_main, sci, selection,
                    split_grid, write_outputs)
 from ._q2 import gua_statement
 
@@ -61,38 +61,41 @@ def _run(args) -> int:
     chosen = selection(args)
     problems, groupings, methods, optimizers = chosen.problems, chosen.groupings, chosen.methods, chosen.optimizers
     seed_list, paths = chosen.seeds, chosen.paths
-    rows, exit_code = [], EXIT_OK
+    cells = []
     for problem in problems:
         gua = gua_statement(paths[problem])
         for grouping in groupings:
             grid, fixed = split_grid({"surgery": methods, **({"optimizer": optimizers} if optimizers[0] else {})})
             grid["align"] = ["none", gua]
-            table, code = run_cell(paths[problem], os.path.join(args.out, "runs", f"{problem}-{grouping}"),
-                                   grid, seed_list, fixed_settings(args, grouping=grouping, **fixed), args)
-            exit_code = max(exit_code, code)
-            for method in methods:
-                for optimizer in optimizers:
-                    def arm(align, method=method, optimizer=optimizer):
-                        for e in table:
-                            if (e.get("surgery", method) == method and e["align"] == align
-                                    and e.get("optimizer", optimizer) == optimizer):
-                                return e
-                        return {}
+            cells.append(Cell((problem, grouping, gua), paths[problem],
+                              os.path.join(args.out, "runs", f"{problem}-{grouping}"), grid,
+                              fixed_settings(args, grouping=grouping, **fixed)))
+    tables, exit_code = run_cells(cells, seed_list, args)
+    rows = []
+    for (problem, grouping, gua), table in zip((c.key for c in cells), tables):
+        for method in methods:
+            for optimizer in optimizers:
+                def arm(align, method=method, optimizer=optimizer):
+                    for e in table:
+                        if (e.get("surgery", method) == method and e["align"] == align
+                                and e.get("optimizer", optimizer) == optimizer):
+                            return e
+                    return {}
 
-                    base, plus = arm("none"), arm(gua)
-                    rows.append({
-                        "problem": problem, "grouping": grouping, "method": method, "optimizer": optimizer or "spec",
-                        "runs": f"{plus.get('completed', 0)}/{plus.get('runs', 0)} + "
-                                f"{base.get('completed', 0)}/{base.get('runs', 0)}",
-                        "base_rel_l2": base.get("rel_l2_mean"), "gua_rel_l2": plus.get("rel_l2_mean"),
-                        "l2_ratio": ratio(plus.get("rel_l2_mean"), base.get("rel_l2_mean")),
-                        "base_time_s": base.get("train_time_s_mean"), "gua_time_s": plus.get("train_time_s_mean"),
-                        "time_ratio": ratio(plus.get("train_time_s_mean"), base.get("train_time_s_mean")),
-                        "base_peak_mb": base.get("peak_memory_mb_mean"), "gua_peak_mb": plus.get("peak_memory_mb_mean"),
-                        "memory_ratio": ratio(plus.get("peak_memory_mb_mean"), base.get("peak_memory_mb_mean")),
-                        "gua_R_p": None if plus.get("R_p_mean") is None else 100.0 * plus["R_p_mean"],
-                        "device": args.device,
-                    })
+                base, plus = arm("none"), arm(gua)
+                rows.append({
+                    "problem": problem, "grouping": grouping, "method": method, "optimizer": optimizer or "spec",
+                    "runs": f"{plus.get('completed', 0)}/{plus.get('runs', 0)} + "
+                            f"{base.get('completed', 0)}/{base.get('runs', 0)}",
+                    "base_rel_l2": base.get("rel_l2_mean"), "gua_rel_l2": plus.get("rel_l2_mean"),
+                    "l2_ratio": ratio(plus.get("rel_l2_mean"), base.get("rel_l2_mean")),
+                    "base_time_s": base.get("train_time_s_mean"), "gua_time_s": plus.get("train_time_s_mean"),
+                    "time_ratio": ratio(plus.get("train_time_s_mean"), base.get("train_time_s_mean")),
+                    "base_peak_mb": base.get("peak_memory_mb_mean"), "gua_peak_mb": plus.get("peak_memory_mb_mean"),
+                    "memory_ratio": ratio(plus.get("peak_memory_mb_mean"), base.get("peak_memory_mb_mean")),
+                    "gua_R_p": None if plus.get("R_p_mean") is None else 100.0 * plus["R_p_mean"],
+                    "device": args.device,
+                })
     text = markdown(rows, args, seed_list)
     written = write_outputs(args.out, "q5", text, COLUMNS, rows, figure(rows))
     print(text)

@@ -3,6 +3,7 @@ local process pool and the Ray backend; the table at the end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -256,37 +257,55 @@ def run_sweep(sweep: Sweep, *, jobs: int | None = None, threads: int | None = No
     a run's peak memory and first-step costs are its own.
     Raises SweepError (nothing
     started) when the sweep is invalid or a run folder holds other settings."""
-    runs = plan(sweep)
-    out = os.path.dirname(runs[0].run_dir) if runs else os.path.abspath(sweep.out or sweep.default_out())
-    actions, stale = {}, []
-    for run in runs:
-        try:
-            actions[run.name] = run_action(run)
-        except SweepError as err:
-            actions[run.name] = "stale"
-            stale.append(str(err))
-    report = SweepReport(out=out, runs=runs, actions=actions)
-    todo = [run for run in runs if actions[run.name] != "skip"]
-    counts = {a: sum(v == a for v in actions.values()) for a in ("skip", "resume", "fresh")}
-    summary = (f"sweep: {len(runs)} runs in {out}: {counts['skip']} finished (skipped), "
-               f"{counts['resume']} to resume, {counts['fresh']} to start")
-    if dry_run:
-        log(summary)
+    return run_sweeps([sweep], jobs=jobs, threads=threads, ray=ray, gpus_per_run=gpus_per_run, log=log,
+                      dry_run=dry_run, fresh_processes=fresh_processes)[0]
+
+
+def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | None = None, ray: str | None = None,
+               gpus_per_run: float = 0.0, log=_stderr, dry_run: bool = False,
+               fresh_processes: bool = False) -> list[SweepReport]:
+    """:func:`run_sweep` for several sweeps (each its own output folder and table) whose
+    unfinished runs share ONE pool: ``jobs`` runs at a time over all of them.  The
+    paper benchmarks run their (problem, grouping) cells this way."""
+    reports, stale = [], []
+    for sweep in sweeps:
+        runs = plan(sweep)
+        out = os.path.dirname(runs[0].run_dir) if runs else os.path.abspath(sweep.out or sweep.default_out())
+        actions = {}
         for run in runs:
-            log(f"  {actions[run.name]:6s} {run.name}")
+            try:
+                actions[run.name] = run_action(run)
+            except SweepError as err:
+                actions[run.name] = "stale"
+                stale.append(str(err))
+        reports.append(SweepReport(out=out, runs=runs, actions=actions))
+    if len({r.out for r in reports}) != len(reports):
+        raise SweepError("two sweeps of one call write the same output folder")
+    todo = [(report, run) for report in reports for run in report.runs if report.actions[run.name] != "skip"]
+    summaries = []
+    for report in reports:
+        counts = {a: sum(v == a for v in report.actions.values()) for a in ("skip", "resume", "fresh")}
+        summaries.append(f"sweep: {len(report.runs)} runs in {report.out}: {counts['skip']} finished (skipped), "
+                         f"{counts['resume']} to resume, {counts['fresh']} to start")
+    if dry_run:
+        for summary, report in zip(summaries, reports):
+            log(summary)
+            for run in report.runs:
+                log(f"  {report.actions[run.name]:6s} {run.name}")
     if stale:
         more = f" (and {len(stale) - 1} more run folders like it)" if len(stale) > 1 else ""
         raise SweepError(stale[0] + more)
     if dry_run:
-        return report
+        return reports
 
-    keys = list(sweep.grid)
-    os.makedirs(out, exist_ok=True)
-    with _Lock(out):
-        atomic_write_text(os.path.join(out, "sweep.json"), json.dumps({
-            "spec": os.path.abspath(sweep.spec), "grid": sweep.grid, "fixed": sweep.fixed,
-            "seeds": sorted({r.seed for r in runs}), "runs": [r.name for r in runs], "version": __version__},
-            indent=2) + "\n")
+    with contextlib.ExitStack() as locks:
+        for sweep, report in zip(sweeps, reports):
+            os.makedirs(report.out, exist_ok=True)
+            locks.enter_context(_Lock(report.out))
+            atomic_write_text(os.path.join(report.out, "sweep.json"), json.dumps({
+                "spec": os.path.abspath(sweep.spec), "grid": sweep.grid, "fixed": sweep.fixed,
+                "seeds": sorted({r.seed for r in report.runs}), "runs": [r.name for r in report.runs],
+                "version": __version__}, indent=2) + "\n")
         shut_down_ray = False
         try:
             if todo:
@@ -307,24 +326,30 @@ def run_sweep(sweep: Sweep, *, jobs: int | None = None, threads: int | None = No
                     jobs = jobs or default_jobs(cores)
                     threads = threads or max(1, cores // jobs)
                     where = f"{min(jobs, len(todo))} local process(es) x {threads} torch thread(s)"
-                log(f"{summary}; on {where}")
+                for summary in summaries:
+                    log(f"{summary}; on {where}")
                 tasks = [{"name": r.name, "run_dir": r.run_dir, "source": r.source, "filename": r.filename,
-                          "base_dir": r.base_dir, "action": actions[r.name], "threads": threads} for r in todo]
+                          "base_dir": r.base_dir, "action": report.actions[r.name], "threads": threads}
+                         for report, r in todo]
+                owner = {task["run_dir"]: report for task, (report, _) in zip(tasks, todo)}
+                label = (lambda task: task["name"]) if len(reports) == 1 else \
+                    (lambda task: os.path.relpath(task["run_dir"], os.path.dirname(owner[task["run_dir"]].out)))
                 finished = [0]
                 started = time.perf_counter()
 
                 def done(task, answer, error):
                     finished[0] += 1
-                    prefix = f"[{finished[0]}/{len(tasks)}] {task['name']}"
+                    prefix = f"[{finished[0]}/{len(tasks)}] {label(task)}"
+                    outcomes = owner[task["run_dir"]].outcomes
                     if error is not None:
                         text = f"{type(error).__name__}: {error}"
                         if isinstance(error, BrokenProcessPool):
                             text += (" (a worker process died: out of memory, killed, or a script that calls "
                                      "run_sweep without `if __name__ == \"__main__\":`, which spawned workers need)")
-                        report.outcomes[task["name"]] = {"error": text}
+                        outcomes[task["name"]] = {"error": text}
                         log(f"{prefix}: FAILED: {text}")
                         return
-                    report.outcomes[task["name"]] = answer
+                    outcomes[task["name"]] = answer
                     log(f"{prefix}: {_describe(answer)}")
 
                 try:
@@ -333,11 +358,13 @@ def run_sweep(sweep: Sweep, *, jobs: int | None = None, threads: int | None = No
                     else:
                         _run_local(tasks, jobs, threads, done, fresh_processes)
                 except KeyboardInterrupt:
-                    report.interrupted = True
+                    for report in reports:
+                        report.interrupted = True
                     log("interrupted: the runs in progress checkpointed; run the same command again to continue")
                 log(f"sweep: {finished[0]} run(s) in {time.perf_counter() - started:.1f} s")
             else:
-                log(summary)
+                for summary in summaries:
+                    log(summary)
         finally:
             if shut_down_ray:
                 import ray as ray_module
@@ -345,10 +372,12 @@ def run_sweep(sweep: Sweep, *, jobs: int | None = None, threads: int | None = No
                 ray_module.shutdown()
         from ._table import read_run
 
-        report.rows = [read_run(run) for run in runs]
-        report.table = summarize(report.rows, keys)
-        report.paths = write_tables(out, report.rows, keys, title=os.path.basename(sweep.spec))
-    return report
+        for sweep, report in zip(sweeps, reports):
+            keys = list(sweep.grid)
+            report.rows = [read_run(run) for run in report.runs]
+            report.table = summarize(report.rows, keys)
+            report.paths = write_tables(report.out, report.rows, keys, title=os.path.basename(sweep.spec))
+    return reports
 
 
 def _describe(answer: dict) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pinnspec._files import read_csv
-from pinnspec.sweep import Run, Sweep, SweepError, main, plan, read_run, run_sweep, summarize
+from pinnspec.sweep import Run, Sweep, SweepError, main, plan, read_run, run_sweep, run_sweeps, summarize
 
 TINY = Path(__file__).resolve().parents[1] / "engine" / "data" / "tiny.pinn"
 FIXED = ["--set", "epochs=20", "--set", "checkpoint_every=5"]
@@ -55,6 +55,28 @@ def test_restart_skips_finished_runs(local, capsys):
     assert "4 finished (skipped), 0 to resume, 0 to start" in capsys.readouterr().err
     assert {p: p.stat().st_mtime_ns for p in results} == before
     assert (local / "summary.csv").read_text() == table
+
+
+def test_several_sweeps_share_one_pool_and_give_their_own_tables(local, tmp_path):
+    """run_sweeps: the two halves of the grid as two sweeps run in one 2-process pool (one run of each
+    at a time) and give the rows the one sweep gave."""
+    fixed = {"epochs": "20", "checkpoint_every": "5"}
+    halves = [Sweep(str(TINY), grid={"align": ["gua", "none"]}, seeds=[0], fixed={**fixed, "surgery": surgery},
+                    out=str(tmp_path / surgery)) for surgery in ("config", "pcgrad")]
+    lines = []
+    reports = run_sweeps(halves, jobs=2, threads=1, log=lines.append)
+    assert [r.exit_code for r in reports] == [0, 0]
+    assert sum("2 to start; on 2 local process(es)" in line for line in lines) == 2
+    assert sum(": completed (20/20 epochs" in line for line in lines) == 4
+    whole = {(r["surgery"], r["align"]): r for r in read_csv(local / "summary.csv")}
+    for surgery, report in zip(("config", "pcgrad"), reports):
+        assert (tmp_path / surgery / "summary.csv").is_file()
+        for row in report.table:
+            same = whole[(surgery, row["align"])]
+            for key in ("rel_l2_mean", "R_g_mean", "R_u_mean"):
+                assert float(row[key]) == pytest.approx(float(same[key]), rel=1e-6)
+    with pytest.raises(SweepError, match="same output folder"):
+        run_sweeps([halves[0], halves[0]], jobs=1, threads=1)
 
 
 def test_interrupted_run_is_resumed_and_a_diverged_run_is_counted(local, tmp_path):
