@@ -16,11 +16,11 @@ The update chain, as the engine composes it (g, a, u, p all point uphill)::
 """
 
 from ._cone import ENUMERATION_MAX_TASKS, project, solve_dual
-from ._conflicts import CONFLICT_EPS, CONFLICT_THRESHOLD, conflicting, conflicts
+from ._conflicts import CONFLICT_EPS, CONFLICT_THRESHOLD, conflict_indicators, conflict_mask, conflicting, conflicts
 from ._gua import CHANGE_THRESHOLD, GUA, NoAlignment
 
-__all__ = ["project", "solve_dual", "conflicts", "conflicting", "GUA", "NoAlignment", "make",
-           "ENUMERATION_MAX_TASKS", "CONFLICT_EPS", "CONFLICT_THRESHOLD", "CHANGE_THRESHOLD"]
+__all__ = ["project", "solve_dual", "conflicts", "conflicting", "conflict_mask", "conflict_indicators", "GUA",
+           "NoAlignment", "make", "ENUMERATION_MAX_TASKS", "CONFLICT_EPS", "CONFLICT_THRESHOLD", "CHANGE_THRESHOLD"]
 
 
 def make(name: str, **kwargs):

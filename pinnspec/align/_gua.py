@@ -7,7 +7,7 @@ Algorithm 1, Appendix "GUA Implementation Details" and Appendix E.4
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 
 import torch
 from torch import Tensor
@@ -15,7 +15,7 @@ from torch import Tensor
 from pinnspec.registry import ALIGN
 
 from ._cone import project
-from ._conflicts import conflicting
+from ._conflicts import conflict_mask
 
 __all__ = ["GUA", "NoAlignment", "CHANGE_THRESHOLD"]
 
@@ -94,19 +94,41 @@ class GUA(_Stage):
         if diagonal is None:
             return project(u, G)
         projected = optimizer.from_basis(
-            project(optimizer.to_basis(u, state), optimizer.to_basis(G, state), diagonal), state)
-        if conflicting(G, projected):  # rounding in a basis round trip: one Euclidean touch-up
-            projected = project(projected, G)
+            project(optimizer.to_basis(u, state), optimizer.to_basis(G, state), diagonal, check=False), state)
+        # rounding in a basis round trip can leave a conflict: then one Euclidean touch-up
+        projected = torch.where(conflict_mask(G, projected), project(projected, G), projected)
         return projected.to(u.dtype)
 
     def align(self, u: Tensor, G: Tensor, state, optimizer, *, params: Tensor | None = None):
+        """Nothing here is decided on the host (up to 8 losses): the gate and the state alignment are
+        selections between computed tensors, so a GPU step is not synchronised by GUA."""
         coefficients = self.coefficients(optimizer)
-        if not conflicting(G, u):
+        if G.shape[0] == 0:
             return u, state
-        p = self.direction(u, G, state, optimizer)
-        u_norm = u.detach().to(torch.float64).norm()
-        change = (p - u).detach().to(torch.float64).norm()
-        if coefficients is not None and change > CHANGE_THRESHOLD * u_norm:
-            rho_m, rho_v = coefficients
-            state = optimizer.aligned_state(state, p, rho_m=rho_m, rho_v=rho_v, params=params)
-        return p, state
+        p = torch.where(conflict_mask(G, u), self.direction(u, G, state, optimizer), u)  # [p]
+        if coefficients is None:
+            return p, state
+        u64 = u.detach().to(torch.float64)
+        changed = (p.detach().to(torch.float64) - u64).norm() > CHANGE_THRESHOLD * u64.norm()
+        rho_m, rho_v = coefficients
+        aligned = optimizer.aligned_state(state, p, rho_m=rho_m, rho_v=rho_v, params=params)
+        return p, select_state(changed, aligned, state)
+
+
+def select_state(condition: Tensor, if_true, if_false):
+    """``if_true`` where the bool tensor ``condition`` holds, else ``if_false``, field by field, without
+    asking the host: tensors by torch.where, dataclasses, tuples and lists recursively; anything else
+    must be the same object or equal in both."""
+    if if_true is if_false:
+        return if_true
+    if isinstance(if_true, Tensor):
+        return torch.where(condition, if_true, if_false)
+    if is_dataclass(if_true) and type(if_true) is type(if_false):
+        return replace(if_false, **{f.name: select_state(condition, getattr(if_true, f.name),
+                                                         getattr(if_false, f.name))
+                                    for f in fields(if_true) if f.init})
+    if isinstance(if_true, (tuple, list)) and type(if_true) is type(if_false) and len(if_true) == len(if_false):
+        return type(if_true)(select_state(condition, a, b) for a, b in zip(if_true, if_false))
+    if if_true == if_false:
+        return if_false
+    raise TypeError(f"select_state: cannot select between {if_true!r} and {if_false!r}")

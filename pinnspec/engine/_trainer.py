@@ -35,7 +35,7 @@ from .. import __version__
 from .._malloc import tune_allocator
 from .._rss import read_status, reset_peak
 from .. import models, optim, surgery  # noqa: F401  (register the built-in names)
-from ..align import conflicts
+from ..align import conflict_indicators
 from ..compiler import compile_spec
 from ..optim import hutchinson_diagonal
 from ..registry import ALIGN, MODELS, OPTIMIZERS, SCHEDULES, SURGERY
@@ -235,34 +235,42 @@ class Trainer:
         u, tentative = self.optimizer.propose(a, self.optimizer_state, params=theta, hessian=hessian)  # [p]
         p, optimizer_state = self.alignment.align(u, G, tentative, self.optimizer, params=theta)  # [p]
 
-        finite = torch.stack([torch.isfinite(tasks).all(), torch.isfinite(G).all(), torch.isfinite(p).all()])
-        if not bool(finite.all()):
+        lr = float(self.schedule(epoch, self.epochs, self.optimizer.lr))
+        diagnosed = lr > 0  # the zero-rate warmup step is not a diagnosed step
+        # everything the host needs from this step, fetched in ONE synchronisation:
+        # [finite x 3, loss, tasks and conditions, (R_g, R_a, R_u[, R_p], projected, cos(p, u))]
+        pieces = [torch.stack([torch.isfinite(tasks).all(), torch.isfinite(G).all(), torch.isfinite(p).all()]),
+                  tasks.sum().reshape(1), logged]
+        if diagnosed:
+            pieces.append(conflict_indicators(G, [a, u] + ([p] if self.aligned else [])))
+            if self.aligned:
+                u64, p64 = u.detach().double(), p.detach().double()
+                pieces += [((p - u).norm() > 0).reshape(1),
+                           (u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)).reshape(1)]
+        values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
+        if not all(values[:3]):
             raise TrainingDiverged(self._divergence_message(epoch, losses, G, p))
 
-        lr = float(self.schedule(epoch, self.epochs, self.optimizer.lr))
         self._apply(lr, p)
         self.surgery_state, self.optimizer_state = surgery_state, optimizer_state
 
-        row: dict[str, Any] = {"epoch": epoch, "lr": lr}
-        scalars = torch.cat([tasks.sum().reshape(1), logged]).tolist()
-        row["loss"] = scalars[0]
-        for i, value in enumerate(scalars[1: 1 + self.grouping.m]):
-            row[f"task{i}"] = value
-        for c, value in zip(self.condition_names, scalars[1 + self.grouping.m:]):
-            row[f"loss:{c}"] = value
-        if lr > 0:  # the zero-rate warmup step is not a diagnosed step
-            indicators = conflicts(G, a, u, p if self.aligned else None)
+        row: dict[str, Any] = {"epoch": epoch, "lr": lr, "loss": values[3]}
+        scalars = iter(values[4:])
+        for i in range(self.grouping.m):
+            row[f"task{i}"] = next(scalars)
+        for c in self.condition_names:
+            row[f"loss:{c}"] = next(scalars)
+        if diagnosed:
             self.counters.counted += 1
-            for key, value in indicators.items():
-                if value is not None:
-                    self.counters.conflicts[key] += int(value)
-                    row[key] = int(value)
+            for key in ("R_g", "R_a", "R_u") + (("R_p",) if self.aligned else ()):
+                flag = int(next(scalars))
+                self.counters.conflicts[key] += flag
+                row[key] = flag
             if self.aligned:
-                changed = bool((p - u).norm() > 0)
-                self.counters.projected += int(changed)
-                row["projected"] = int(changed)
-                u64, p64 = u.double(), p.double()
-                row["cos_pu"] = float(u64 @ p64 / (u64.norm() * p64.norm() + 1e-30))
+                changed = int(next(scalars))
+                self.counters.projected += changed
+                row["projected"] = changed
+                row["cos_pu"] = next(scalars)
         return row
 
     def _divergence_message(self, epoch, losses, G, p) -> str:

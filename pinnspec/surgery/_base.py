@@ -73,9 +73,3 @@ class Surgery:
 def _check_matrix(G: Tensor) -> None:
     if not isinstance(G, Tensor) or G.dim() != 2:
         raise ValueError(f"G must be a [m, p] tensor of loss-specific gradients, got {getattr(G, 'shape', G)!r}")
-
-
-def unit_rows(G64: Tensor) -> Tensor:
-    """Rows divided by their norms; zero rows stay zero.  [m, p]"""
-    norms = G64.norm(dim=1, keepdim=True)  # [m, 1]
-    return torch.where(norms > 0, G64 / torch.where(norms > 0, norms, torch.ones_like(norms)), torch.zeros_like(G64))

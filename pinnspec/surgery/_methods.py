@@ -14,9 +14,10 @@ import torch
 from torch import Tensor
 
 from pinnspec.align import solve_dual
+from pinnspec.align._cone import unit_rows
 from pinnspec.registry import SURGERY
 
-from ._base import Surgery, unit_rows
+from ._base import Surgery
 
 __all__ = ["Sum", "PCGrad", "CAGrad", "IMTLG", "AlignedMTL", "UPGrad", "ConFIG", "config_direction"]
 
@@ -239,9 +240,7 @@ def config_direction(G: Tensor) -> Tensor:
         ones = torch.ones(m, dtype=torch.float64, device=G64.device)
         best = units.T @ (torch.linalg.pinv(gram, hermitian=True) @ ones)  # [p]
     norm = best.norm()
-    if norm == 0:
-        return G.new_zeros(G.shape[1])
-    unit = best / norm  # [p]
+    unit = best / torch.where(norm > 0, norm, 1.0)  # [p]; zero when every row is zero (no host decision)
     return ((G64 @ unit).sum() * unit).to(G.dtype)
 
 

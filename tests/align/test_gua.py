@@ -58,7 +58,31 @@ def test_gate_keeps_conflict_free_proposals_and_the_state():
     u, tentative = opt.propose(a, state)
     u = project(u, G)  # any proposal in the cone
     p, aligned = GUA().align(u, G, tentative, opt, params=theta)
-    assert p is u and aligned is tentative
+    assert torch.equal(p, u)
+    assert aligned.step == tentative.step
+    assert torch.equal(aligned.exp_avg, tentative.exp_avg) and torch.equal(aligned.exp_avg_sq, tentative.exp_avg_sq)
+
+
+@pytest.mark.parametrize("optimizer", [Adam(), RMSProp(), SOAP(), SGD(), AdaHessian()],
+                         ids=["adam", "rmsprop", "soap", "sgd", "adahessian"])
+@pytest.mark.parametrize("m", [2, 3])
+def test_gua_decides_nothing_on_the_host(optimizer, m, no_host_sync):
+    """Gate, projection (enumeration) and state alignment are tensor selections: on a GPU, GUA
+    queues without a synchronisation; the result equals the host-gated one."""
+    theta, state, gen = warmed_up(optimizer)
+    for trial in range(6):
+        G = torch.randn(m, P, generator=gen, dtype=torch.float64)
+        hessian = torch.rand(P, generator=gen, dtype=torch.float64) if optimizer.hessian_due(state) else None
+        u, tentative = optimizer.propose(torch.randn(P, generator=gen, dtype=torch.float64), state,
+                                         params=theta, hessian=hessian)
+        with no_host_sync():
+            p, aligned = GUA().align(u, G, tentative, optimizer, params=theta)
+        if conflicting(G, u):
+            torch.testing.assert_close(p, GUA().direction(u, G, tentative, optimizer), rtol=0, atol=0)
+            assert not conflicting(G, p)
+        else:
+            assert torch.equal(p, u)
+        state = aligned
 
 
 def test_adam_projection_uses_the_adam_metric_and_state_alignment():

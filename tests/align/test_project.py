@@ -240,3 +240,45 @@ def test_large_p_costs_m_squared_p():
     p = project(u, G, metric)
     assert p.dtype == torch.float32
     assert torch.all(G.double() @ p.double() >= -1e-6 * G.double().norm(dim=1) * p.double().norm())
+
+
+# -- degenerate inputs, and no host decisions -----------------------------------
+
+def degenerate_problems():
+    """(name, u, G): zero, repeated, opposite and dependent rows; more rows than dimensions."""
+    rng = np.random.default_rng(11)
+    g = rng.standard_normal((3, 6))
+    u = -g[0] - 0.3 * g[1] + 0.1 * rng.standard_normal(6)
+    yield "zero row", u, np.vstack([g[:2], np.zeros(6)])
+    yield "repeated row", u, np.vstack([g[0], g[1], 2.5 * g[0]])
+    yield "opposite rows", u, np.vstack([g[0], -g[0], g[1]])
+    yield "dependent rows", u, np.vstack([g[0], g[1], g[0] + g[1]])
+    yield "m > p", u[:2], rng.standard_normal((5, 2))
+
+
+@pytest.mark.parametrize("solver", ["enumerate", "nnls"])
+def test_degenerate_rows_match_brute_force(solver):
+    for name, u, G in degenerate_problems():
+        got = project(torch.from_numpy(u), torch.from_numpy(G), solver=solver).numpy()
+        np.testing.assert_allclose(got, brute_force(u, G), atol=1e-8 * np.linalg.norm(u), err_msg=name)
+
+
+@pytest.mark.parametrize("solver", ["auto", "nnls"])
+def test_nothing_to_project(solver):
+    G = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
+    for u in (torch.zeros(2, dtype=torch.float64), torch.tensor([-1.0, float("inf")], dtype=torch.float64),
+              torch.tensor([1.0, 2.0], dtype=torch.float64)):
+        p = project(u, G, solver=solver)
+        assert p is not u and torch.equal(p, u)  # exactly u, a new tensor
+    assert project(torch.tensor([-1.0, 2.0]), torch.zeros(0, 2)).tolist() == [-1.0, 2.0]
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 8])
+def test_enumeration_decides_nothing_on_the_host(m, no_host_sync):
+    rng = np.random.default_rng(50 + m)
+    for metric in (False, True):
+        u, G, diag = random_problem(rng, m, 20, correlated=True, metric=metric)
+        with no_host_sync():
+            got = project(u, G, diag, check=False)
+        np.testing.assert_allclose(got.numpy(), brute_force(u.numpy(), G.numpy(), None if diag is None else
+                                                            diag.numpy()), atol=1e-7 * np.linalg.norm(u.numpy()))

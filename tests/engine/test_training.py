@@ -37,6 +37,22 @@ def test_every_surgery_trains_with_and_without_gua(surgery, align):
         assert rates["R_a"] == 0.0
 
 
+@pytest.mark.parametrize("grouping", ["two", "three"])
+def test_a_step_fetches_from_the_device_once(grouping, host_conversions):
+    """ConFIG + Adam + GUA with diagnostics: the finite checks, the logged losses and the conflict
+    indicators come to the host in one transfer per step (a GPU step synchronises once)."""
+    from pinnspec.bench._common import load_spec
+
+    trainer = Trainer(load_spec(str(ROOT / "specs" / "burgers.pinn"), points={"burgers": 200},
+                                overrides={"epochs": 10, "device": "cpu", "grouping": grouping}))
+    for epoch in range(3):
+        trainer.step(epoch)
+    with host_conversions() as seen:
+        rows = [trainer.step(epoch) for epoch in range(3, 6)]
+    assert seen.count == 3
+    assert all({"R_g", "R_a", "R_u", "R_p", "projected", "cos_pu"} <= set(row) for row in rows)
+
+
 def test_loss_decreases_and_history_is_complete(tmp_path):
     result = pinnspec.train(TINY, epochs=60, out=str(tmp_path))
     rows = (tmp_path / "history.csv").read_text().splitlines()

@@ -88,3 +88,34 @@ def test_compiled_losses_equal_eager_on_cuda(mode):
         torch.testing.assert_close(compiled_G, eager_G, rtol=1e-3, atol=1e-6)
         trainer.step(epoch)
     assert trainer.run().status == "completed"
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_config_and_gua_queue_without_a_synchronisation(m):
+    """ConFIG (m = 2, closed form) and GUA (enumeration on the device) run with CUDA's sync debug
+    mode set to error: neither waits for the GPU.  (ConFIG at m >= 3 uses a pseudo-inverse, whose
+    eigh may synchronise: not asserted.)"""
+    from pinnspec.align import GUA
+    from pinnspec.optim import Adam
+    from pinnspec.surgery import make as make_surgery
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    p_dim = 10_401
+    G = torch.randn(m, p_dim, device="cuda", generator=gen)
+    theta = torch.randn(p_dim, device="cuda", generator=gen)
+    optimizer = Adam()
+    state = optimizer.init(theta)
+    for _ in range(3):
+        _, state = optimizer.propose(torch.randn(p_dim, device="cuda", generator=gen), state)
+    surgery = make_surgery("config") if m == 2 else None
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        a = surgery(G)[0] if surgery is not None else -G.sum(0)
+        u, tentative = optimizer.propose(a, state, params=theta)
+        p, aligned = GUA().align(-G[0] + 0.1 * u, G, tentative, optimizer, params=theta)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    from pinnspec.align import conflicting
+
+    assert not conflicting(G, p)
