@@ -96,23 +96,43 @@ class GUA(_Stage):
         projected = optimizer.from_basis(
             project(optimizer.to_basis(u, state), optimizer.to_basis(G, state), diagonal, check=False), state)
         # rounding in a basis round trip can leave a conflict: then one Euclidean touch-up
-        projected = torch.where(conflict_mask(G, projected), project(projected, G), projected)
+        conflict = conflict_mask(G, projected)
+        if _host_is_free(conflict):
+            if bool(conflict):
+                projected = project(projected, G)
+        else:
+            projected = torch.where(conflict, project(projected, G), projected)
         return projected.to(u.dtype)
 
     def align(self, u: Tensor, G: Tensor, state, optimizer, *, params: Tensor | None = None):
-        """Nothing here is decided on the host (up to 8 losses): the gate and the state alignment are
-        selections between computed tensors, so a GPU step is not synchronised by GUA."""
+        """On the CPU the gate is a host decision (free there: a step without conflict skips the
+        projection).  Elsewhere nothing is decided on the host (up to 8 losses): the gate and the
+        state alignment are selections between computed tensors, so a GPU step is not synchronised
+        by GUA.  Both give the same p and state."""
         coefficients = self.coefficients(optimizer)
         if G.shape[0] == 0:
             return u, state
-        p = torch.where(conflict_mask(G, u), self.direction(u, G, state, optimizer), u)  # [p]
+        conflict = conflict_mask(G, u)
+        host = _host_is_free(conflict)
+        if host and not bool(conflict):
+            return u, state
+        p = self.direction(u, G, state, optimizer) if host else \
+            torch.where(conflict, self.direction(u, G, state, optimizer), u)  # [p]
         if coefficients is None:
             return p, state
         u64 = u.detach().to(torch.float64)
         changed = (p.detach().to(torch.float64) - u64).norm() > CHANGE_THRESHOLD * u64.norm()
+        if host and not bool(changed):
+            return p, state
         rho_m, rho_v = coefficients
         aligned = optimizer.aligned_state(state, p, rho_m=rho_m, rho_v=rho_v, params=params)
-        return p, select_state(changed, aligned, state)
+        return p, aligned if host else select_state(changed, aligned, state)
+
+
+def _host_is_free(t: Tensor) -> bool:
+    """Whether deciding on the host costs nothing for a tensor here: on the CPU, yes; on a GPU a
+    decision waits for every queued kernel."""
+    return t.device.type == "cpu"
 
 
 def select_state(condition: Tensor, if_true, if_false):

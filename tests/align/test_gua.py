@@ -66,17 +66,26 @@ def test_gate_keeps_conflict_free_proposals_and_the_state():
 @pytest.mark.parametrize("optimizer", [Adam(), RMSProp(), SOAP(), SGD(), AdaHessian()],
                          ids=["adam", "rmsprop", "soap", "sgd", "adahessian"])
 @pytest.mark.parametrize("m", [2, 3])
-def test_gua_decides_nothing_on_the_host(optimizer, m, no_host_sync):
-    """Gate, projection (enumeration) and state alignment are tensor selections: on a GPU, GUA
-    queues without a synchronisation; the result equals the host-gated one."""
+def test_gua_decides_nothing_on_the_host(optimizer, m, no_host_sync, monkeypatch):
+    """Gate, projection (enumeration) and state alignment are tensor selections where the host is
+    not free (a GPU: there GUA queues without a synchronisation); the result equals the host-gated
+    one the CPU takes."""
+    from pinnspec.align import _gua
+
     theta, state, gen = warmed_up(optimizer)
     for trial in range(6):
         G = torch.randn(m, P, generator=gen, dtype=torch.float64)
         hessian = torch.rand(P, generator=gen, dtype=torch.float64) if optimizer.hessian_due(state) else None
         u, tentative = optimizer.propose(torch.randn(P, generator=gen, dtype=torch.float64), state,
                                          params=theta, hessian=hessian)
-        with no_host_sync():
+        with monkeypatch.context() as patch, no_host_sync():
+            patch.setattr(_gua, "_host_is_free", lambda t: False)
             p, aligned = GUA().align(u, G, tentative, optimizer, params=theta)
+        p_host, aligned_host = GUA().align(u, G, tentative, optimizer, params=theta)
+        assert torch.equal(p, p_host)
+        for name in ("exp_avg", "exp_avg_sq", "square_avg"):
+            if hasattr(aligned, name):
+                assert torch.equal(getattr(aligned, name), getattr(aligned_host, name)), name
         if conflicting(G, u):
             torch.testing.assert_close(p, GUA().direction(u, G, tentative, optimizer), rtol=0, atol=0)
             assert not conflicting(G, p)
