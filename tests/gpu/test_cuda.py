@@ -108,6 +108,7 @@ def test_config_and_gua_queue_without_a_synchronisation(m):
     for _ in range(3):
         _, state = optimizer.propose(torch.randn(p_dim, device="cuda", generator=gen), state)
     surgery = make_surgery("config") if m == 2 else None
+    GUA().align(-G[0], G, state, optimizer, params=theta)  # warm: the active-set masks are cached on the device
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
