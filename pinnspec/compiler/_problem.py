@@ -76,6 +76,15 @@ class ConditionKernels:
     observed_fields: tuple[str, ...] = ()
 
 
+def host_to_device(a, dtype, device) -> torch.Tensor:
+    """A host array as a tensor on ``device``.  To a GPU through pinned memory and an asynchronous
+    copy: a copy from pageable memory would first wait for every kernel queued on the stream."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return torch.as_tensor(a, dtype=dtype, device=device)
+    return torch.as_tensor(a).to(dtype).pin_memory().to(device, non_blocking=True)
+
+
 class CompiledProblem:
     def __init__(self, spec):
         self.spec = spec
@@ -150,7 +159,7 @@ class CompiledProblem:
     @staticmethod
     def _to_torch(s: PointSet, device, dtype, total: int | None = None) -> TorchPointSet:
         def t(a):
-            return None if a is None else torch.as_tensor(a, dtype=dtype, device=device)
+            return None if a is None else host_to_device(a, dtype, device)
 
         x = t(s.x).requires_grad_(True)
         partner = t(s.partner)

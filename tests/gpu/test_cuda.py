@@ -120,3 +120,17 @@ def test_config_and_gua_queue_without_a_synchronisation(m):
     from pinnspec.align import conflicting
 
     assert not conflicting(G, p)
+
+
+def test_points_reach_the_gpu_intact():
+    """Points go to the GPU through pinned memory and an asynchronous copy: the same values as the
+    CPU sample, epoch after epoch (the pinned buffers are not reused before their copies end)."""
+    from pinnspec.compiler import CompiledProblem
+
+    problem = CompiledProblem(pinnspec.load(BURGERS))
+    for epoch in range(4):
+        on_gpu = problem.sample(epoch, 0, device="cuda")
+        on_cpu = problem.sample(epoch, 0, device="cpu")
+        for g, c in zip(on_gpu.sets, on_cpu.sets):
+            assert g.x.device.type == "cuda" and g.x.requires_grad
+            assert torch.equal(g.x.detach().cpu(), c.x.detach())
