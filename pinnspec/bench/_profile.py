@@ -4,7 +4,7 @@ The Trainer is timed from the outside, without a copy of its step: for the
 duration of ``instrument(trainer)`` its collaborators are wrapped in timers
 (``_points_for``, the model's forward, the derivative plans, ``problem.losses``,
 ``loss_gradients``, the surgery, ``optimizer.propose``, ``alignment.align``,
-``conflicts``, ``_apply``) and restored afterwards.  Whatever the step spends
+``conflict_indicators``, ``_apply``) and restored afterwards.  Whatever the step spends
 outside them is reported as "rest of step" (finite checks, the history row,
 cos(p, u), the flat copy of theta).  Every timer synchronises the device.
 """
@@ -95,14 +95,16 @@ def instrument(trainer, device: torch.device):
     from ..engine import _trainer as trainer_module
 
     timers = _Timers(device)
-    saved_module = {"loss_gradients": trainer_module.loss_gradients, "conflicts": trainer_module.conflicts}
+    saved_module = {"loss_gradients": trainer_module.loss_gradients,
+                    "conflict_indicators": trainer_module.conflict_indicators}
     saved = {"model": trainer.model, "surgery": trainer.surgery, "optimizer": trainer.optimizer,
              "alignment": trainer.alignment}
     problem = trainer.problem
     saved_plans = dict(problem.plans)
     try:
         trainer_module.loss_gradients = timers.wrap("loss-specific gradients", saved_module["loss_gradients"])
-        trainer_module.conflicts = timers.wrap("diagnostics (conflicts)", saved_module["conflicts"])
+        trainer_module.conflict_indicators = timers.wrap("diagnostics (conflicts)",
+                                                         saved_module["conflict_indicators"])
         trainer._points_for = timers.wrap("sample points", type(trainer)._points_for.__get__(trainer))
         trainer._apply = timers.wrap("apply update", type(trainer)._apply.__get__(trainer))
         problem.losses = timers.wrap("residuals + losses", type(problem).losses.__get__(problem))
@@ -129,7 +131,7 @@ def instrument(trainer, device: torch.device):
         yield step
     finally:
         trainer_module.loss_gradients = saved_module["loss_gradients"]
-        trainer_module.conflicts = saved_module["conflicts"]
+        trainer_module.conflict_indicators = saved_module["conflict_indicators"]
         for name in ("_points_for", "_apply"):
             trainer.__dict__.pop(name, None)
         problem.__dict__.pop("losses", None)
