@@ -22,6 +22,7 @@ from sympy.printing.str import StrPrinter
 from .. import ir
 from ..registry import FUNCTIONS
 from . import _ops
+from ._plan import LinearOperator
 
 #: Module names the generated source uses; user names that equal one are renamed.
 _RESERVED = {"torch", "math", "ops"}
@@ -146,21 +147,47 @@ class KernelNames:
         self.used[name] = key
         return name
 
-    def value(self, key: tuple[int, tuple[int, ...]]) -> str:
+    def value(self, key: tuple[int, tuple[int, ...] | LinearOperator]) -> str:
         f, mi = key
         field_name = self.problem.fields[f]
+        if isinstance(mi, LinearOperator):
+            return self.claim(f"L{field_name}", key, f"{field_name}__L")
         if not mi:
             return self.claim(field_name, key, f"{field_name}__")
         coords = [self.problem.coordinates[i].name for i in mi]
         return self.claim(f"{field_name}_{''.join(coords)}", key, f"{field_name}__" + "_".join(map(str, mi)))
 
 
+def _with_operators(exprs: list[sympy.Expr], operators: dict[int, LinearOperator],
+                    symbols: dict[tuple[int, tuple[int, ...]], sympy.Symbol]
+                    ) -> tuple[list[sympy.Expr], dict[tuple[int, LinearOperator], sympy.Symbol]]:
+    """Each residual c * (sum_k coef_k D^{mi_k} u) + rest, rewritten as c * L + rest with L one symbol
+    (``find_operators`` made sure the residual is affine in those derivatives with these ratios)."""
+    op_symbols: dict[tuple[int, LinearOperator], sympy.Symbol] = {}
+    out = []
+    for expr in exprs:
+        for field, op in operators.items():
+            terms = [symbols.get((field, mi)) for mi, _ in op.terms]
+            if not any(t is not None and expr.has(t) for t in terms):
+                continue
+            if any(t is None for t in terms):
+                raise ValueError(f"a residual uses part of the operator {op} of field {field}")
+            first_mi, _ = op.terms[0]
+            scale = sympy.diff(expr, symbols[(field, first_mi)])
+            symbol = op_symbols.setdefault((field, op), sympy.Dummy(f"L{field}"))
+            expr = expr.xreplace({t: 0 for t in terms}) + scale * symbol
+        out.append(expr)
+    return out, op_symbols
+
+
 def generate_kernel(name: str, residuals: tuple[sympy.Expr, ...], problem: ir.Problem, *,
-                    all_coordinates: bool = False) -> Kernel:
+                    all_coordinates: bool = False, operators: dict[int, LinearOperator] | None = None) -> Kernel:
     """One kernel for the residual components of one condition (one face).
 
     ``all_coordinates``: take every coordinate column as an input (used for the
-    exact solution, whose components may be constants: those are broadcast)."""
+    exact solution, whose components may be constants: those are broadcast).
+    ``operators``: field -> the linear operator its derivatives enter through on these
+    points (``find_operators``); the kernel reads the operator's value as one input."""
     names = KernelNames(problem)
     inputs: list[KernelInput] = []
     replace: dict[sympy.Basic, sympy.Symbol] = {}
@@ -172,11 +199,18 @@ def generate_kernel(name: str, residuals: tuple[sympy.Expr, ...], problem: ir.Pr
     for r in stripped:
         atoms |= r.atoms(AppliedUndef)
     value_atoms = sorted(atoms, key=lambda a: derivative_key(a, problem))
-    for atom in value_atoms:
-        key = derivative_key(atom, problem)
-        var = names.value(key)
-        replace[atom] = sympy.Symbol(var)
-        inputs.append(KernelInput("value", key, var))
+    placeholders = {derivative_key(atom, problem): sympy.Dummy() for atom in value_atoms}
+    residuals = [r.xreplace({atom: placeholders[derivative_key(atom, problem)] for atom in value_atoms})
+                 for r in residuals]
+    op_symbols = {}
+    if operators:
+        residuals, op_symbols = _with_operators(residuals, operators, placeholders)
+    used = set().union(*(r.free_symbols for r in residuals)) if residuals else set()
+    for key, placeholder in list(placeholders.items()) + list(op_symbols.items()):
+        if placeholder in used:
+            var = names.value(key)
+            replace[placeholder] = sympy.Symbol(var)
+            inputs.append(KernelInput("value", key, var))
     # symbols left once the field values are inputs (x inside u_x(x, t) is not an input)
     free = set().union(*(r.xreplace(replace).free_symbols for r in residuals)) if residuals else set()
     for i, c in enumerate(problem.coordinates):
@@ -200,6 +234,10 @@ def generate_kernel(name: str, residuals: tuple[sympy.Expr, ...], problem: ir.Pr
     temps, reduced = sympy.cse(exprs, symbols=sympy.numbered_symbols("_t"), optimizations="basic")
     printer_names = {sym: str(sym) for sym in replace.values()}
     lines = [f"def {name}({', '.join(k.name for k in inputs)}):"]
+    coordinate_names = tuple(c.name for c in problem.coordinates)
+    for k in inputs:
+        if k.kind == "value" and isinstance(k.key[1], LinearOperator):
+            lines.append(f"    # {k.name} = {k.key[1].text(problem.fields[k.key[0]], coordinate_names, exact=True)}")
     for temp, value in temps:
         printer_names[temp] = str(temp)
         lines.append(f"    {temp} = {TorchKernelPrinter(printer_names).doprint(value)}")

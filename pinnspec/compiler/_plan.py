@@ -8,6 +8,12 @@ from its prefix: one ``autograd.grad`` of a value gives all of its first
 derivatives at once (the network is pointwise, so the gradient of the sum
 over points is the per-point derivative), so the plan needs one call per
 *internal* node of the prefix tree, shared by every condition on the points.
+
+A value may also be a constant-coefficient linear combination of one field's
+derivatives, ``(field index, LinearOperator)`` (e.g. u_t - nu u_xx), when the
+residuals on the points use those derivatives only through it (see
+``pinnspec.compiler._operators``): nested autograd evaluates it from its terms,
+the forward engine carries it as ONE derivative row instead of one per term.
 """
 
 from __future__ import annotations
@@ -16,7 +22,61 @@ from dataclasses import dataclass
 
 import torch
 
-Key = tuple[int, tuple[int, ...]]
+MultiIndex = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LinearOperator:
+    """L = sum_k coef_k D^{mi_k}: constant coefficients, multi-indices of order >= 1, sorted by
+    (order, index); normalised so that the first coefficient is 1."""
+
+    terms: tuple[tuple[MultiIndex, float], ...]
+
+    @property
+    def order(self) -> int:
+        return max(len(mi) for mi, _ in self.terms)
+
+    def text(self, field: str, coordinates: tuple[str, ...], exact: bool = False) -> str:
+        """e.g. ``u_t - 0.0031830989*u_xx`` (``exact``: every digit of the coefficients)."""
+        parts = []
+        for mi, coef in self.terms:
+            name = f"{field}_{''.join(coordinates[i] for i in mi)}"
+            sign = "-" if coef < 0 else "+"
+            size = abs(coef)
+            body = name if size == 1 else f"{size!r}*{name}" if exact else f"{size:.8g}*{name}"
+            parts.append((sign, body))
+        first_sign, first = parts[0]
+        return ("-" if first_sign == "-" else "") + first + "".join(f" {s} {b}" for s, b in parts[1:])
+
+
+def combine(operator: LinearOperator, terms: list[torch.Tensor]) -> torch.Tensor:
+    """sum_k coef_k terms[k]: the operator's value from its terms' values."""
+    total = None
+    for (_, coef), value in zip(operator.terms, terms):
+        term = value if coef == 1 else value * coef
+        total = term if total is None else total + term
+    return total
+
+
+#: (field index, multi-index) for a field or one derivative; (field index, LinearOperator) for a combination
+Key = tuple[int, "MultiIndex | LinearOperator"]
+
+
+def is_operator(key: Key) -> bool:
+    return isinstance(key[1], LinearOperator)
+
+
+def plain_keys(key: Key) -> list[tuple[int, MultiIndex]]:
+    """The (field, multi-index) values a key is made of: itself, or its operator's terms."""
+    f, what = key
+    return [(f, mi) for mi, _ in what.terms] if isinstance(what, LinearOperator) else [key]
+
+
+def _sort_key(key: Key):
+    f, what = key
+    if isinstance(what, LinearOperator):
+        return (f, 1, what.order + 1, tuple(what.terms))  # after the plain values of the field
+    return (f, 0, len(what), what)
 
 
 @dataclass(frozen=True)
@@ -24,20 +84,31 @@ class DerivativePlan:
     fields: tuple[str, ...]
     coordinates: tuple[str, ...]
     needs: tuple[Key, ...]  # what kernels read
-    steps: tuple[Key, ...]  # values to differentiate, in order (parents before children)
+    steps: tuple[tuple[int, MultiIndex], ...]  # values to differentiate, in order (parents before children)
 
     @classmethod
     def build(cls, needs: set[Key], fields: tuple[str, ...], coordinates: tuple[str, ...]) -> "DerivativePlan":
-        closure: set[Key] = set()
-        for f, mi in needs:
-            for k in range(len(mi) + 1):
-                closure.add((f, mi[:k]))
+        closure: set[tuple[int, MultiIndex]] = set()
+        for key in needs:
+            for f, mi in plain_keys(key):
+                for k in range(len(mi) + 1):
+                    closure.add((f, mi[:k]))
         steps = sorted({(f, mi[:-1]) for f, mi in closure if mi}, key=lambda k: (len(k[1]), k))
-        return cls(fields, coordinates, tuple(sorted(needs, key=lambda k: (k[0], len(k[1]), k[1]))), tuple(steps))
+        return cls(fields, coordinates, tuple(sorted(needs, key=_sort_key)), tuple(steps))
 
     @property
     def max_order(self) -> int:
-        return max((len(mi) for _, mi in self.needs), default=0)
+        return max((len(mi) for key in self.needs for _, mi in plain_keys(key)), default=0)
+
+    @property
+    def operators(self) -> tuple[LinearOperator, ...]:
+        """The distinct linear operators the plan carries (one forward-engine row each)."""
+        return tuple(dict.fromkeys(what for _, what in self.needs if isinstance(what, LinearOperator)))
+
+    def plain(self) -> "DerivativePlan":
+        """The same plan with every operator replaced by its terms (each a value of its own)."""
+        needs = {k for key in self.needs for k in plain_keys(key)}
+        return DerivativePlan.build(needs, self.fields, self.coordinates)
 
     @property
     def n_grad_calls(self) -> int:
@@ -60,12 +131,21 @@ class DerivativePlan:
             first = parent[-1] if parent else 0
             for j in range(first, x.shape[1]):
                 values[(f, parent + (j,))] = grad[:, j]  # [N]
-        return {k: values[k] for k in self.needs}
+        out = {}
+        for key in self.needs:
+            f, what = key
+            if isinstance(what, LinearOperator):
+                out[key] = combine(what, [values[(f, mi)] for mi, _ in what.terms])
+            else:
+                out[key] = values[key]
+        return out
 
     def describe(self) -> list[str]:
         def name(key: Key) -> str:
-            f, mi = key
-            return self.fields[f] + ("_" + "".join(self.coordinates[i] for i in mi) if mi else "")
+            f, what = key
+            if isinstance(what, LinearOperator):
+                return f"({what.text(self.fields[f], self.coordinates)})"
+            return self.fields[f] + ("_" + "".join(self.coordinates[i] for i in what) if what else "")
 
         lines = [f"needs: {', '.join(name(k) for k in self.needs)}"]
         for step in self.steps:
@@ -74,4 +154,11 @@ class DerivativePlan:
             children = [name((f, parent + (j,))) for j in range(first, len(self.coordinates))]
             lines.append(f"grad({name(step)}) -> {', '.join(children)}")
         lines.append(f"{self.n_grad_calls} autograd.grad call(s)")
+        from ..forward._program import carried, order_key  # (pinnspec.forward imports this module)
+
+        plain = sorted({mi for _, mi in self.needs if mi and not isinstance(mi, LinearOperator)}, key=order_key)
+        rows = [f"D_{''.join(self.coordinates[i] for i in mi)}" for mi in carried(plain, self.operators)]
+        rows += [f"({op.text('D', self.coordinates)})" for op in self.operators]
+        if rows:
+            lines.append(f"forward engine: {len(rows)} derivative row(s) per hidden layer: {', '.join(rows)}")
         return lines

@@ -25,6 +25,7 @@ from ..forward import forward_values
 from ..registry import REFERENCES, UnknownNameError
 from ..sampling import PointPlan, PointSet, box_points, grid_points, read_columns
 from ._codegen import Kernel, build_kernels, generate_kernel
+from ._operators import find_operators
 from ._plan import DerivativePlan
 
 #: Fixed streams for the test and validation points: the same for every training seed.
@@ -105,11 +106,23 @@ class CompiledProblem:
         self._compiled = None  # set index -> its torch.compile'd loss unit, once `compile_losses` enabled them
         self.compile_mode: str | None = None
 
+        def residual_groups(cond: ir.Condition):
+            return cond.face_residuals if cond.face_residuals else (cond.residuals,)
+
+        # per point set: the fields whose derivatives enter every residual there through one linear operator
+        on_set: dict[int, list] = {}
+        for cond in p.conditions:
+            on_set.setdefault(self.point_plan.set_index(cond.name), []).extend(
+                r for group in residual_groups(cond) for r in group)
+        #: set index -> field index -> LinearOperator (read as one value by the kernels on that set)
+        self.operators = {index: find_operators(residuals, p) for index, residuals in on_set.items()}
         pending: list[tuple[ir.Condition, list[Kernel]]] = []
         all_kernels: list[Kernel] = []
         for cond in p.conditions:
-            groups = cond.face_residuals if cond.face_residuals else (cond.residuals,)
-            ks = [generate_kernel(f"residual_{cond.name}" + (f"_face{i}" if len(groups) > 1 else ""), res, p)
+            groups = residual_groups(cond)
+            operators = self.operators[self.point_plan.set_index(cond.name)]
+            ks = [generate_kernel(f"residual_{cond.name}" + (f"_face{i}" if len(groups) > 1 else ""), res, p,
+                                  operators=operators)
                   for i, res in enumerate(groups)]
             pending.append((cond, ks))
             all_kernels.extend(ks)

@@ -161,8 +161,26 @@ def _tanh_by_expm1(z: torch.Tensor) -> torch.Tensor:
     return e / (e + 2.0)
 
 
+class _CompiledTanh(torch.autograd.Function):
+    """tanh by ``_tanh_by_expm1`` whose backward is grad * (1 - t^2) from the saved output: autograd through
+    the expm1 form would recompute expm1 and the clamp's mask in the backward graph."""
+
+    @staticmethod
+    def forward(z):
+        return _tanh_by_expm1(z)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (t,) = ctx.saved_tensors
+        return grad * _one_minus_square(t)
+
+
 def _tanh(z: torch.Tensor, order: int) -> list:
-    t = _tanh_by_expm1(z) if torch.compiler.is_compiling() else torch.tanh(z)  # compiled graphs: the fast form
+    t = _CompiledTanh.apply(z) if torch.compiler.is_compiling() else torch.tanh(z)  # compiled graphs: the fast form
     out = [(1, t)]
     if order:
         s = _one_minus_square(t)  # sigma^(m) = s * p_{m-1}'(t) for m >= 1

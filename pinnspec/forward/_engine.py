@@ -23,7 +23,9 @@ from torch.nn import functional as F
 
 from ..models._mlp import ACTIVATIONS, MLP
 from ._activations import DERIVATIVES, scaled_derivatives
-from ._program import MultiIndex, activation_program, closure, input_program, input_rows, order_key, row_program
+from ..compiler._plan import LinearOperator, combine
+from ._program import (MultiIndex, Products, activation_program, carried, input_operator_rows, input_program,
+                       input_rows, operator_program, order_key, row_program)
 
 Key = tuple[int, MultiIndex]
 LAYOUTS = ("rows", "stack")
@@ -48,15 +50,19 @@ def supports(model) -> bool:
 def forward_values(model, plan, x: torch.Tensor, *, layout: str = "rows") -> dict[Key, torch.Tensor]:
     """What ``plan.evaluate(model(x), x)`` returns (same keys, same order, each [N]),
     computed by forward derivative propagation through ``model`` (``supports(model)``).
+    A linear operator of the plan is one row of its own (not the sum of its terms' rows).
     ``x`` [N, d] need not require grad; the values are differentiable w.r.t. the
     model's parameters (and x)."""
     if not supports(model):
         raise TypeError(f"the forward engine does not support {type(model).__name__} "
                         "(see pinnspec.forward.supports)")
-    multi = tuple(sorted({mi for _, mi in plan.needs if mi}, key=order_key))
-    out, rows = _propagate(model, x, multi, layout)
+    operators = plan.operators
+    multi = tuple(sorted({mi for _, mi in plan.needs if mi and not isinstance(mi, LinearOperator)}, key=order_key))
+    out, rows, op_rows = _propagate(model, x, multi, layout, operators)
     row = {mi: k for k, mi in enumerate(multi)}
-    return {(f, mi): (out[:, f] if not mi else rows[row[mi]][:, f]) for f, mi in plan.needs}
+    op_row = {op: k for k, op in enumerate(operators)}
+    return {(f, what): (op_rows[op_row[what]][:, f] if isinstance(what, LinearOperator)
+                        else out[:, f] if not what else rows[row[what]][:, f]) for f, what in plan.needs}
 
 
 def propagate(model: MLP, x: torch.Tensor, multi_indices, layout: str = "rows"
@@ -64,47 +70,66 @@ def propagate(model: MLP, x: torch.Tensor, multi_indices, layout: str = "rows"
     """(u [N, n_out], D [K, N, n_out] or None when K = 0) with D[k] = D^{multi_indices[k]} u;
     multi_indices: distinct, non-empty, sorted by (order, index), coordinates < d."""
     multi_indices = tuple(tuple(mi) for mi in multi_indices)
-    out, rows = _propagate(model, x, multi_indices, layout)
+    out, rows, _ = _propagate(model, x, multi_indices, layout)
     if not multi_indices:
         return out, None
     return out, rows if isinstance(rows, torch.Tensor) else torch.stack(rows)
 
 
-def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...], layout: str):
-    """(u [N, n_out], rows): rows[k] = D^{multi_indices[k]} u [N, n_out] (a list, or a stack)."""
+def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...], layout: str, operators=()):
+    """(u [N, n_out], rows, operator rows): rows[k] = D^{multi_indices[k]} u [N, n_out] (a list, or a
+    stack), operator rows[j] = operators[j] u [N, n_out] (a list)."""
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout '{layout}' (known: {', '.join(LAYOUTS)})")
-    if not multi_indices:
-        return model(x), []
     if list(multi_indices) != sorted(set(multi_indices), key=order_key) or not all(multi_indices):
         raise ValueError("multi-indices must be distinct, non-empty and sorted by (order, index)")
     d = x.shape[-1]
-    if any(i < 0 or i >= d for mi in multi_indices for i in mi):
+    if any(i < 0 or i >= d for mi in multi_indices for i in mi) or \
+            any(i < 0 or i >= d for op in operators for mi, _ in op.terms for i in mi):
         raise ValueError(f"a multi-index names a coordinate outside 0..{d - 1}")
+    operators = tuple(operators)
+    if operators and layout == "stack":  # the stack layout carries every term as a row and combines them
+        terms = tuple(sorted(set(multi_indices) | {mi for op in operators for mi, _ in op.terms}, key=order_key))
+        out, rows, _ = _propagate(model, x, terms, layout)
+        row = {mi: k for k, mi in enumerate(terms)}
+        keep = [rows[row[mi]] for mi in multi_indices]
+        return out, (torch.stack(keep) if keep else []), [
+            combine(op, [rows[row[mi]] for mi, _ in op.terms]) for op in operators]
+    if not multi_indices and not operators:
+        return model(x), [], []
 
     layers = model.layers
     first, last = layers[0], layers[-1]
     if len(layers) == 1:  # affine network: first derivatives are the weights, the rest zero
         out = F.linear(x, first.weight, first.bias)
         n = x.shape[0]
-        return out, [first.weight[:, mi[0]].expand(n, -1) if len(mi) == 1 else out.new_zeros(out.shape)
-                     for mi in multi_indices]
+
+        def row(mi):
+            return first.weight[:, mi[0]].expand(n, -1) if len(mi) == 1 else out.new_zeros(out.shape)
+
+        return out, [row(mi) for mi in multi_indices], [combine(op, [row(mi) for mi, _ in op.terms])
+                                                        for op in operators]
 
     name = model.activation_name
-    sources = closure(multi_indices)
+    sources = carried(multi_indices, operators)
     last_hidden = len(layers) - 2
     targets = multi_indices if last_hidden == 0 else sources
     z = F.linear(x, first.weight, first.bias)
-    sig = scaled_derivatives(name, z, len(targets[-1]))
+    sig = scaled_derivatives(name, z, max([len(mi) for mi in targets] + [op.order for op in operators]))
     if layout == "rows":
         h, rows = sig[0][1], input_rows(targets, sig, first.weight)
+        op_rows = input_operator_rows(operators, sig, first.weight)
         for i in range(1, last_hidden + 1):
             layer = layers[i]
             z = F.linear(h, layer.weight, layer.bias)
             dz = [F.linear(r, layer.weight) for r in rows]
+            lz = [F.linear(r, layer.weight) for r in op_rows]
             program = row_program(sources, multi_indices if i == last_hidden else sources)
-            sig = scaled_derivatives(name, z, program.max_order)
-            h, rows = sig[0][1], program.apply(sig, dz)
+            op_program = operator_program(sources, operators)
+            sig = scaled_derivatives(name, z, max(program.max_order, op_program.max_order))
+            product = Products(dz)
+            h, rows = sig[0][1], program.apply(sig, dz, product)
+            op_rows = op_program.apply(sig, lz, product)
     else:
         h, rows = sig[0][1], input_program(targets, d).apply(sig, first.weight)
         for i in range(1, last_hidden + 1):
@@ -114,8 +139,10 @@ def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...
             program = activation_program(sources, multi_indices if i == last_hidden else sources)
             sig = scaled_derivatives(name, z, program.max_order)
             h, rows = sig[0][1], program.apply(sig, dz)
-        rows = rows.unbind(0)
+        rows, op_rows = rows.unbind(0), []
     # one product per derivative row, not one over a [K * N, w] stack: the weight gradient then
     # reduces over N points at a time, as nested autograd does (a float32 GEMM reducing over K * N
     # rows into a few outputs loses ~sqrt(K) more digits on CPU; 1.6e-5 vs 8e-7 on Burgers)
-    return F.linear(h, last.weight, last.bias), [F.linear(r, last.weight) for r in rows]
+    return (F.linear(h, last.weight, last.bias), [F.linear(r, last.weight) for r in rows],
+            [F.linear(r, last.weight) for r in op_rows])
+

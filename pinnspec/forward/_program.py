@@ -252,19 +252,10 @@ class RowProgram:
     # per target: (source row of alpha, ((m, coefficient, sorted source rows of the blocks), ...))
     terms: tuple[tuple[int, tuple[tuple[int, int, tuple[int, ...]], ...]], ...]
 
-    def apply(self, sig: list[tuple[int, torch.Tensor]], dz: list[torch.Tensor]) -> list[torch.Tensor]:
-        products: dict[tuple[int, ...], torch.Tensor] = {}
-
-        def product(key):
-            value = products.get(key)
-            if value is None:
-                if len(key) == 2:
-                    value = dz[key[0]].square() if key[0] == key[1] else dz[key[0]] * dz[key[1]]
-                else:
-                    value = product(key[:-1]) * dz[key[-1]]
-                products[key] = value
-            return value
-
+    def apply(self, sig: list[tuple[int, torch.Tensor]], dz: list[torch.Tensor],
+              product: "Products | None" = None) -> list[torch.Tensor]:
+        """``product``: the layer's shared products of ``dz`` rows (an operator program reuses them)."""
+        product = product or Products(dz)
         scale1, q1 = sig[1]
         out = []
         for row, terms in self.terms:
@@ -274,6 +265,25 @@ class RowProgram:
                 o = torch.addcmul(o, q, product(key), value=coef * scale)
             out.append(o)
         return out
+
+
+class Products:
+    """Products of a layer's derivative rows, each formed once (key: sorted row indices, length >= 2)."""
+
+    def __init__(self, dz: list[torch.Tensor]):
+        self.dz = dz
+        self.cache: dict[tuple[int, ...], torch.Tensor] = {}
+
+    def __call__(self, key: tuple[int, ...]) -> torch.Tensor:
+        value = self.cache.get(key)
+        if value is None:
+            dz = self.dz
+            if len(key) == 2:
+                value = dz[key[0]].square() if key[0] == key[1] else dz[key[0]] * dz[key[1]]
+            else:
+                value = self(key[:-1]) * dz[key[-1]]
+            self.cache[key] = value
+        return value
 
 
 @_memo
@@ -303,4 +313,84 @@ def input_rows(targets: tuple[MultiIndex, ...], sig: list[tuple[int, torch.Tenso
         f = factors[mi]
         scale, q = sig[len(mi)]
         out.append(q * (f if scale == 1 else f * scale))
+    return out
+
+
+# ---------------------------------------------------------------- linear operators
+# A row L h = sum_k c_k D^{alpha_k} h for a constant-coefficient operator L: one row instead of
+# one per term.  At an activation, L sigma(z) = sigma'(z) L z + sum_k c_k (the terms of D^{alpha_k}
+# sigma(z) with >= 2 blocks); those read only proper sub-multi-indices of the alpha_k, carried as rows.
+
+@dataclass(frozen=True, eq=False)
+class OperatorProgram:
+    """L sigma(z) for each operator from its row L z and the rows D^beta z, beta in ``sources``."""
+
+    sources: tuple[MultiIndex, ...]
+    operators: tuple  # LinearOperator
+    max_order: int
+    # per operator: ((m, coefficient, sorted source rows of the blocks), ...), like terms merged
+    terms: tuple[tuple[tuple[int, float, tuple[int, ...]], ...], ...]
+
+    def apply(self, sig: list[tuple[int, torch.Tensor]], lz: list[torch.Tensor], product: Products
+              ) -> list[torch.Tensor]:
+        scale1, q1 = sig[1]
+        out = []
+        for row, terms in zip(lz, self.terms):
+            o = row * q1 if scale1 == 1 else row * q1 * scale1
+            for m, coef, key in terms:
+                scale, q = sig[m]
+                o = torch.addcmul(o, q, product(key), value=coef * scale)
+            out.append(o)
+        return out
+
+
+def operator_parts(operators) -> tuple[MultiIndex, ...]:
+    """The proper sub-multi-indices of every operator term (what the operators' rows read)."""
+    return closure(sub for op in operators for mi, _ in op.terms for r in range(1, len(mi))
+                   for sub in itertools.combinations(mi, r))
+
+
+def carried(multi_indices, operators=()) -> tuple[MultiIndex, ...]:
+    """The plain derivative rows a hidden layer carries for these multi-indices and operators
+    (each operator is one more row)."""
+    return closure(tuple(multi_indices) + operator_parts(operators))
+
+
+@_memo
+def operator_program(sources: tuple[MultiIndex, ...], operators: tuple) -> OperatorProgram:
+    row = {mi: i for i, mi in enumerate(sources)}
+    missing = [mi for mi in operator_parts(operators) if mi not in row]
+    if missing:
+        raise ValueError(f"sources lack the sub-multi-indices {missing}")
+    programs = []
+    for op in operators:
+        merged: dict[tuple[int, tuple[int, ...]], float] = {}
+        for mi, c in op.terms:
+            for m, blocks, coef in faa_di_bruno(tuple(mi)):
+                if m >= 2:
+                    key = (m, tuple(sorted(row[b] for b in blocks)))
+                    merged[key] = merged.get(key, 0.0) + c * coef
+        programs.append(tuple((m, coef, key) for (m, key), coef in sorted(merged.items()) if coef != 0))
+    return OperatorProgram(sources, tuple(operators), max([0] + [op.order for op in operators]), tuple(programs))
+
+
+def input_operator_rows(operators, sig: list[tuple[int, torch.Tensor]], weight: torch.Tensor) -> list[torch.Tensor]:
+    """The first activation's operator rows: L h = sum_k c_k sigma^(|alpha_k|)(z) prod_j W[:, alpha_k,j]."""
+    wt = weight.t()  # [d, w]
+    out = []
+    for op in operators:
+        by_order: dict[int, torch.Tensor] = {}  # sum of c_k prod_j W[:, alpha_k,j] over the terms of one order
+        for mi, c in op.terms:
+            factor = wt[mi[0]]
+            for i in mi[1:]:
+                factor = factor * wt[i]
+            factor = factor * c
+            by_order[len(mi)] = factor if len(mi) not in by_order else by_order[len(mi)] + factor
+        o = None
+        for m in sorted(by_order):
+            factor = by_order[m]
+            scale, q = sig[m]
+            term = q * (factor if scale == 1 else factor * scale)
+            o = term if o is None else o + term
+        out.append(o)
     return out

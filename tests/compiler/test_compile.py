@@ -206,11 +206,13 @@ def test_verify_without_exact_is_a_user_error(capsys):
 def test_show_plan_and_kernel(capsys):
     burgers = str(ROOT / "specs" / "burgers.pinn")
     assert main(["show", burgers, "--stage", "plan"]) == 0
-    assert "grad(u) -> u_x, u_t" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "grad(u) -> u_x, u_t" in out and "needs: u, u_x, (u_t - 0.0031830989*u_xx)" in out
     assert main(["show", burgers, "--stage", "kernel"]) == 0
     out = capsys.readouterr().out
-    assert "def residual_burgers(u, u_x, u_xx, u_t):" in out
-    assert "(-0.0031830988618379067)*u_xx" in out
+    # u_t and u_xx reach the residual only through u_t - nu u_xx: the kernel reads it as one value
+    assert "def residual_burgers(u, u_x, Lu):\n    # Lu = u_t - 0.0031830988618379067*u_xx\n" in out
+    assert "return (Lu + u*u_x,)" in out
 
 
 def test_reference_of_each_kind():

@@ -16,6 +16,7 @@ from torch import nn
 import pinnspec
 from pinnspec.compiler import DerivativePlan
 from pinnspec.compiler import _plan as plan_module
+from pinnspec.compiler._plan import LinearOperator
 from pinnspec.forward import LAYOUTS, activation_derivatives, closure, faa_di_bruno, forward_values, propagate, supports
 from pinnspec.models import MLP, mlp
 
@@ -203,21 +204,72 @@ def test_float32_inputs_without_grad_and_first_order_graph():
         assert got[key].dtype == torch.float32
         torch.testing.assert_close(got[key], expected[key], rtol=1e-5, atol=1e-6)
 
-    def node_names(t):
-        seen, stack, names = set(), [t.grad_fn], set()
-        while stack:
-            fn = stack.pop()
-            if fn is None or fn in seen:
-                continue
-            seen.add(fn)
-            names.add(type(fn).__name__)
-            stack.extend(f for f, _ in fn.next_functions)
-        return names
-
-    ours = node_names(weighted_loss(got))
-    theirs = node_names(weighted_loss(expected))
+    ours = set(_node_list(weighted_loss(got)))
+    theirs = set(_node_list(weighted_loss(expected)))
     assert any("BackwardBackward" in n for n in theirs)  # nested autograd builds double-backward nodes
     assert not any("BackwardBackward" in n for n in ours)  # the forward engine does not
+
+
+# ---------------------------------------------------------------- linear operators: one row each
+
+OPERATORS = [
+    LinearOperator((((1,), 1.0), ((0, 0), -0.3))),                              # u_t - nu u_xx (Burgers)
+    LinearOperator((((0, 0), 1.0), ((1, 1), 1.0), ((2, 2), 1.0))),               # a Laplacian
+    LinearOperator((((2,), 1.0), ((0,), 0.5), ((0, 1, 1), -2.0))),               # first and third order
+    LinearOperator((((0, 1), 1.0), ((0, 0, 2), 0.25), ((1, 1, 2, 2), -0.5))),    # mixed, up to order 4
+]
+OPERATOR_NEEDS = [
+    {(0, ()), (0, (0,)), (0, OPERATORS[0]), (1, OPERATORS[0])},   # one operator row read by two fields
+    {(0, op) for op in OPERATORS} | {(1, (1, 2))},                 # every operator and a plain derivative
+    {(1, OPERATORS[3]), (0, ())},                                  # an operator alone
+]
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("depth", [0, 1, 2, 3])
+def test_operator_rows_match_autograd(activation, depth):
+    """An operator row equals the sum of its terms by nested autograd, and so do parameter gradients."""
+    model = make_model(3, 2, 9, depth, activation, seed=depth)
+    x = points(8, 3, seed=depth)
+    for needs in OPERATOR_NEEDS:
+        plan = make_plan(needs, 3, 2)
+        expected = plan.evaluate(model(x), x)
+        for layout in LAYOUTS:
+            got = forward_values(model, plan, x, layout=layout)
+            assert list(got) == list(expected)
+            for key in expected:
+                torch.testing.assert_close(got[key], expected[key], rtol=1e-10, atol=1e-10, msg=f"{layout} {key}")
+        for a, b in zip(_param_grads(model, expected), _param_grads(model, forward_values(model, plan, x))):
+            if a is None:
+                assert b is None or not b.any()
+            else:
+                torch.testing.assert_close(b, a, rtol=1e-9, atol=1e-12)
+
+
+def test_an_operator_is_one_row_of_matrix_products():
+    """Burgers' u, u_x, u_t - nu u_xx: 3 products per hidden layer, against 4 for u, u_x, u_t, u_xx."""
+    model = make_model(2, 1, 16, 4, "tanh")
+    x = points(10, 2)
+
+    def products(needs):
+        values = forward_values(model, make_plan(needs, 2, 1), x.detach())
+        return sum(n in ("MmBackward0", "AddmmBackward0") for n in _node_list(weighted_loss(values)))
+
+    plain = products({(0, ()), (0, (0,)), (0, (1,)), (0, (0, 0))})
+    combined = products({(0, ()), (0, (0,)), (0, OPERATORS[0])})
+    assert (plain, combined) == (4 * 3 + 4 + 1, 3 * 3 + 3 + 1)  # 3 hidden-to-hidden layers, the output, the input
+
+
+def _node_list(t):
+    seen, stack, names = set(), [t.grad_fn], []
+    while stack:
+        fn = stack.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        names.append(type(fn).__name__)
+        stack.extend(f for f, _ in fn.next_functions)
+    return names
 
 
 # ---------------------------------------------------------------- support
