@@ -206,10 +206,12 @@ class CompiledProblem:
 
     def derivatives(self, model, plan: DerivativePlan, x: torch.Tensor) -> dict:
         """The values the plan needs, by the problem's derivative engine."""
-        # auto: forward propagation where it was measured to win (third and higher derivatives:
-        # 1.6-3.2x); at second order it ties nested autograd in time and held ~1.5x the memory
-        # (Burgers, `pinnspec bench speed`), so autograd stays the default there
-        wants_forward = self.engine == "forward" or (self.engine == "auto" and plan.max_order >= 3)
+        # auto: forward propagation where it was measured to win: third and higher derivatives (1.6-3.2x),
+        # and a plan with a linear operator (Burgers, u_t - nu u_xx one row: eager epoch 0.89 of the
+        # hand-written one, against 1.05 with nested autograd, `pinnspec bench speed --threads 1`); with
+        # plain second derivatives it tied nested autograd in time and held ~1.5x the memory
+        wants_forward = self.engine == "forward" or (
+            self.engine == "auto" and (plan.max_order >= 3 or bool(plan.operators)))
         if wants_forward:
             from ..forward import supports
 

@@ -93,3 +93,22 @@ def test_verify_reads_the_terms_of_an_operator():
 
     (check,) = [c for c in verify(problem) if c.name == "heat"]
     assert check.passed and check.rms < 1e-12
+
+
+@pytest.mark.parametrize("spec,forward", [("burgers", True), ("schrodinger", False), ("beltrami", True)])
+def test_auto_engine_uses_forward_rows_where_an_operator_is(spec, forward, monkeypatch):
+    """engine = auto: the forward engine on a set with an operator (measured faster), nested autograd
+    for plain second derivatives."""
+    from pathlib import Path
+
+    from pinnspec.compiler import _problem
+
+    calls = []
+    real = _problem.forward_values
+    monkeypatch.setattr(_problem, "forward_values", lambda model, plan, x: calls.append(plan) or real(model, plan, x))
+    problem = pinnspec.compile(Path(__file__).resolve().parents[2] / "specs" / f"{spec}.pinn")
+    assert problem.engine == "auto"
+    model = mlp(width=8, depth=2).build(problem.dim, len(problem.fields), generator=torch.Generator().manual_seed(0),
+                                        dtype=torch.float64)
+    problem.losses(model, problem.sample(0, dtype=torch.float64))
+    assert (problem.plans[0] in calls) is forward
