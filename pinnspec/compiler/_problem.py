@@ -308,6 +308,13 @@ class CompiledProblem:
         # (and its limit of 8 recompiles) per code object, and many problems and sets share a process
         self._compiled = {index: torch.compile(_own_code(_set_sums), mode=self.compile_mode, dynamic=False,
                                                fullgraph=True) for index in self._by_set}
+        # build the derivative programs (memoised plain-Python objects) before tracing: a program built
+        # during the first trace leaves a guard on the memo dict that the second call fails, and every
+        # set would be compiled twice (and checked against two cache entries at every call)
+        parameter = next(model.parameters())
+        with torch.no_grad():
+            for index in self._by_set:
+                forward_values(model, self.plans[index], parameter.new_zeros(2, self.dim))
         if optimizer_needs_hessian:
             return (f"compile = {self.compile}: the Hessian-estimate steps of this optimizer run eagerly "
                     "(double backward does not compile); the other steps are compiled")

@@ -55,6 +55,15 @@ def test_a_compiled_run_follows_the_eager_run():
     assert abs(a.rel_l2 - b.rel_l2) <= 1e-7 * a.rel_l2
 
 
+def test_each_point_set_compiles_once():
+    """The derivative programs are built before tracing: no unit is compiled a second time."""
+    trainer = Trainer(_spec(ROOT / "specs" / "burgers.pinn", compile="on", model="mlp(width = 8, depth = 2)",
+                            epochs=3))
+    with torch._dynamo.config.patch(error_on_recompile=True):
+        for epoch in range(3):
+            trainer.step(epoch)
+
+
 @pytest.mark.parametrize("settings, notice", [
     ({"engine": "autograd"}, "needs the forward engine"),
     ({"optimizer": "sophiag(hessian_every = 2)"}, "Hessian-estimate steps of this optimizer run eagerly"),
