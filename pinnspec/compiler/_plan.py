@@ -62,10 +62,6 @@ def combine(operator: LinearOperator, terms: list[torch.Tensor]) -> torch.Tensor
 Key = tuple[int, "MultiIndex | LinearOperator"]
 
 
-def is_operator(key: Key) -> bool:
-    return isinstance(key[1], LinearOperator)
-
-
 def plain_keys(key: Key) -> list[tuple[int, MultiIndex]]:
     """The (field, multi-index) values a key is made of: itself, or its operator's terms."""
     f, what = key

@@ -27,7 +27,7 @@ from ..compiler._plan import LinearOperator, combine
 from ._program import (MultiIndex, Products, activation_program, carried, input_operator_rows, input_program,
                        input_rows, operator_program, order_key, row_program)
 
-Key = tuple[int, MultiIndex]
+Key = tuple  # (field index, multi-index or LinearOperator), as in the derivative plan
 LAYOUTS = ("rows", "stack")
 
 
@@ -145,4 +145,3 @@ def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...
     # rows into a few outputs loses ~sqrt(K) more digits on CPU; 1.6e-5 vs 8e-7 on Burgers)
     return (F.linear(h, last.weight, last.bias), [F.linear(r, last.weight) for r in rows],
             [F.linear(r, last.weight) for r in op_rows])
-
