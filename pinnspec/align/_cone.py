@@ -89,9 +89,12 @@ def _subsets(m: int, device: torch.device) -> Tensor:
     """Every subset of range(m) as a row of a bool mask, by size, then in ``combinations`` order
     (the empty set first).  [2^m, m]"""
     key = (m, str(device))
-    if key not in _SUBSETS:
+    if key not in _SUBSETS or torch.compiler.is_compiling():  # traced: a constant, and no guard on the cache
         rows = [[i in S for i in range(m)] for size in range(m + 1) for S in combinations(range(m), size)]
-        _SUBSETS[key] = torch.tensor(rows, dtype=torch.bool, device=device).reshape(len(rows), m)
+        subsets = torch.tensor(rows, dtype=torch.bool, device=device).reshape(len(rows), m)
+        if torch.compiler.is_compiling():
+            return subsets
+        _SUBSETS[key] = subsets
     return _SUBSETS[key]
 
 

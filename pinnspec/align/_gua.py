@@ -130,9 +130,10 @@ class GUA(_Stage):
 
 
 def _host_is_free(t: Tensor) -> bool:
-    """Whether deciding on the host costs nothing for a tensor here: on the CPU, yes; on a GPU a
-    decision waits for every queued kernel."""
-    return t.device.type == "cpu"
+    """Whether deciding on the host costs nothing for a tensor here: on the CPU, yes (outside a
+    compiled graph, where a host decision would break the graph); on a GPU a decision waits for
+    every queued kernel."""
+    return t.device.type == "cpu" and not torch.compiler.is_compiling()
 
 
 def select_state(condition: Tensor, if_true, if_false):

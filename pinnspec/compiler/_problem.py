@@ -12,15 +12,14 @@ the union of its members' points; a task is a weighted sum of those.
 
 from __future__ import annotations
 
-import itertools
 import sys
-import types
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from .. import ir
+from .._compiling import own_code
 from ..forward import forward_values
 from ..registry import REFERENCES, UnknownNameError
 from ..sampling import PointPlan, PointSet, box_points, grid_points, read_columns
@@ -306,7 +305,7 @@ class CompiledProblem:
         self.engine = "forward"  # compiled means the forward engine, even where auto would pick autograd
         # one compiled unit per point set, each with its own code object: torch.compile keeps its cache
         # (and its limit of 8 recompiles) per code object, and many problems and sets share a process
-        self._compiled = {index: torch.compile(_own_code(_set_sums), mode=self.compile_mode, dynamic=False,
+        self._compiled = {index: torch.compile(own_code(_set_sums), mode=self.compile_mode, dynamic=False,
                                                fullgraph=True) for index in self._by_set}
         # build the derivative programs (memoised plain-Python objects) before tracing: a program built
         # during the first trace leaves a guard on the memo dict that the second call fails, and every
@@ -437,15 +436,6 @@ def _set_sums(problem: CompiledProblem, index: int, model, x, partner, observed,
             r = r - problem._evaluate(ck, s, partner, partner_values, params)
         sums.append(r.square().sum())
     return tuple(sums)
-
-
-_copies = itertools.count()
-
-
-def _own_code(fn):
-    """A copy of ``fn`` with a code object of its own (same body, a numbered name)."""
-    code = fn.__code__.replace(co_name=f"{fn.__name__}_{next(_copies)}")
-    return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
 
 
 def _shard(s: PointSet, rank: int, world: int) -> tuple[PointSet, int]:

@@ -25,6 +25,8 @@ import os
 import signal
 import sys
 import time
+import types
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,6 +34,7 @@ import numpy as np
 import torch
 
 from .. import __version__
+from .._compiling import own_code
 from .._malloc import tune_allocator
 from .._rss import read_status, reset_peak
 from .. import models, optim, surgery  # noqa: F401  (register the built-in names)
@@ -168,6 +171,16 @@ class Trainer:
         if notice and self.rank == 0:
             print(f"pinnspec: {notice}", file=sys.stderr)
         self.chain_generator = torch.Generator().manual_seed(self.seed + 1)  # PCGrad orders, Hutchinson probes
+        #: the update chain compiled with the losses (compile = on | graphs) where its surgery and optimizer
+        #: trace into one graph; dynamic: the optimizer's step count is an int that changes every step, and
+        #: one graph serves every step (also after a resume)
+        self._update_compiled = None
+        if self.problem.compile_mode is not None and type(self.surgery).compiles and type(self.optimizer).compiles:
+            update = types.MethodType(own_code(Trainer._update), self)  # a cache of its own (see own_code)
+            self._update_compiled = torch.compile(update, fullgraph=True, dynamic=True)
+            # a deprecation inside torch's own lowering, printed once per compile: not the user's to act on
+            warnings.filterwarnings("ignore", message=r"`torch\._prims_common\.check` is deprecated",
+                                    category=FutureWarning)
 
         m, n = self.grouping.m, sum(self.numels)
         self.surgery_state = self.surgery.init(m, n, dtype=self.dtype, device=self.device)
@@ -230,32 +243,23 @@ class Trainer:
             for tensor in (G, logged) + ((hessian,) if hessian is not None else ()):
                 dist.all_reduce(tensor)
         tasks = logged[: self.grouping.m]  # [m]
-        theta = self._theta_flat()
-        a, surgery_state = self.surgery(G, self.surgery_state, generator=self.chain_generator)  # [p]
-        u, tentative = self.optimizer.propose(a, self.optimizer_state, params=theta, hessian=hessian)  # [p]
-        p, optimizer_state = self.alignment.align(u, G, tentative, self.optimizer, params=theta)  # [p]
-
         lr = float(self.schedule(epoch, self.epochs, self.optimizer.lr))
         diagnosed = lr > 0  # the zero-rate warmup step is not a diagnosed step
+        p, surgery_state, optimizer_state, checks = self._run_update(
+            G, self._theta_flat(), hessian, self.surgery_state, self.optimizer_state, diagnosed)
         # everything the host needs from this step, fetched in ONE synchronisation:
-        # [finite x 3, loss, tasks and conditions, (R_g, R_a, R_u[, R_p], projected, cos(p, u))]
-        pieces = [torch.stack([torch.isfinite(tasks).all(), torch.isfinite(G).all(), torch.isfinite(p).all()]),
-                  tasks.sum().reshape(1), logged]
-        if diagnosed:
-            pieces.append(conflict_indicators(G, [a, u] + ([p] if self.aligned else [])))
-            if self.aligned:
-                u64, p64 = u.detach().double(), p.detach().double()
-                pieces += [((p - u).norm() > 0).reshape(1),
-                           (u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)).reshape(1)]
+        # [finite tasks, loss, tasks and conditions, finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u))]
+        pieces = [torch.isfinite(tasks).all().reshape(1), tasks.sum().reshape(1), logged, checks]
         values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
-        if not all(values[:3]):
+        n_logged = len(values) - len(checks) - 2
+        if not (values[0] and values[2 + n_logged] and values[3 + n_logged]):
             raise TrainingDiverged(self._divergence_message(epoch, losses, G, p))
 
         self._apply(lr, p)
         self.surgery_state, self.optimizer_state = surgery_state, optimizer_state
 
-        row: dict[str, Any] = {"epoch": epoch, "lr": lr, "loss": values[3]}
-        scalars = iter(values[4:])
+        row: dict[str, Any] = {"epoch": epoch, "lr": lr, "loss": values[1]}
+        scalars = iter(values[2: 2 + n_logged] + values[4 + n_logged:])
         for i in range(self.grouping.m):
             row[f"task{i}"] = next(scalars)
         for c in self.condition_names:
@@ -272,6 +276,37 @@ class Trainer:
                 row["projected"] = changed
                 row["cos_pu"] = next(scalars)
         return row
+
+    def _update(self, G, theta, hessian, surgery_state, optimizer_state, diagnosed: bool, generator=None):
+        """surgery -> proposal -> alignment, and the step's checks: (p [p], surgery state, optimizer state,
+        checks [finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u)) when diagnosed]).
+        A pure function of its arguments (compiled with the losses when compile is on)."""
+        a, surgery_state = self.surgery(G, surgery_state, generator=generator)  # [p]
+        u, tentative = self.optimizer.propose(a, optimizer_state, params=theta, hessian=hessian)  # [p]
+        p, optimizer_state = self.alignment.align(u, G, tentative, self.optimizer, params=theta)  # [p]
+        checks = [torch.stack([torch.isfinite(G).all(), torch.isfinite(p).all()])]
+        if diagnosed:
+            checks.append(conflict_indicators(G, [a, u] + ([p] if self.aligned else [])))
+            if self.aligned:
+                u64, p64 = u.detach().double(), p.detach().double()
+                checks += [((p - u).norm() > 0).reshape(1),
+                           (u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)).reshape(1)]
+        return p, surgery_state, optimizer_state, torch.cat([c.reshape(-1).to(torch.float64) for c in checks])
+
+    def _run_update(self, G, theta, hessian, surgery_state, optimizer_state, diagnosed: bool):
+        """``_update``, compiled where it compiles; a chain that does not (a host decision inside a
+        surgery method or an optimizer) runs eagerly from then on, with a one-line notice."""
+        if self._update_compiled is not None:
+            try:
+                return self._update_compiled(G, theta, hessian, surgery_state, optimizer_state, diagnosed)
+            except torch._dynamo.exc.TorchDynamoException as err:
+                self._update_compiled = None
+                if self.rank == 0:
+                    t = self.spec.ir.training
+                    print(f"pinnspec: compile = {self.problem.compile}: the update chain ({t.surgery}, "
+                          f"{t.optimizer}, {t.align}) does not compile ({type(err).__name__}); it runs eagerly",
+                          file=sys.stderr)
+        return self._update(G, theta, hessian, surgery_state, optimizer_state, diagnosed, self.chain_generator)
 
     def _divergence_message(self, epoch, losses, G, p) -> str:
         for i, label in enumerate(self.grouping.labels):

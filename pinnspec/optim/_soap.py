@@ -92,6 +92,7 @@ class SOAP(Optimizer):
 
     state_type = SOAPState
     alignment_defaults = (0.03, 0.003)
+    compiles = False
 
     def init(self, params, shapes=None):
         layout = ParamLayout.of(shapes, params.numel())

@@ -35,6 +35,9 @@ class Surgery:
     scale_equivariant: ClassVar[bool] = True
     #: class of the state, for stateful methods
     state_type: ClassVar[type | None] = None
+    #: whether the method traces into one torch.compile graph (no host decision, no generator):
+    #: then ``compile = on`` compiles the update chain too (tests/engine/test_compiled.py)
+    compiles: ClassVar[bool] = False
 
     def init(self, num_losses: int, num_params: int, *, dtype: torch.dtype = torch.float32,
              device: torch.device | str | None = None):

@@ -43,6 +43,8 @@ class MConFIG(Surgery):
     beta2: float = 0.999
     eps: float = 1e-8
 
+    compiles = True
+
     stateful = True
     scale_equivariant = False  # the output is normalised: a(sG) ~ a(G)
     state_type = MConFIGState

@@ -28,6 +28,8 @@ class Sum(Surgery):
     """No surgery: a = sum_i g_i, the gradient of the summed loss (the paper's
     "Adam" control, Table 2)."""
 
+    compiles = True
+
     def direction(self, G, *, generator=None):
         return G.sum(dim=0)
 
@@ -254,6 +256,7 @@ class ConFIG(Surgery):
     counts as a zero unit row (so for m = 2, a = g_2 when g_1 = 0, never NaN)."""
 
     conflict_free = True
+    compiles = True
 
     def direction(self, G, *, generator=None):
         return config_direction(G)

@@ -56,12 +56,78 @@ def test_a_compiled_run_follows_the_eager_run():
 
 
 def test_each_point_set_compiles_once():
-    """The derivative programs are built before tracing: no unit is compiled a second time."""
+    """The derivative programs are built before tracing: no unit is compiled a second time.
+    (PCGrad draws task orders, so its update chain stays eager: only the loss units compile.)"""
     trainer = Trainer(_spec(ROOT / "specs" / "burgers.pinn", compile="on", model="mlp(width = 8, depth = 2)",
-                            epochs=3))
+                            epochs=3, surgery="pcgrad"))
+    assert trainer._update_compiled is None
     with torch._dynamo.config.patch(error_on_recompile=True):
         for epoch in range(3):
             trainer.step(epoch)
+
+
+@pytest.mark.parametrize("surgery, optimizer", [("config", "adam"), ("mconfig", "sgd"), ("none", "adamw"),
+                                                ("config", "adahessian(hessian_every = 2)")])
+def test_the_compiled_update_chain_equals_the_eager_one(surgery, optimizer):
+    """surgery -> proposal -> GUA -> diagnostics, compiled: the same p, states and checks as eager, on the
+    same inputs, and one graph for every step count (two variants: the undiagnosed warmup step)."""
+    trainer = Trainer(_spec(TINY, compile="on", surgery=surgery, optimizer=optimizer, align="gua", epochs=8))
+    assert trainer._update_compiled is not None
+    for epoch in range(5):
+        points = trainer._points_for(epoch)
+        hessian_due = trainer.optimizer.hessian_due(trainer.optimizer_state)
+        losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name,
+                                        compiled=not hessian_due)
+        G = loss_gradients(losses.task_list, trainer.theta, retain_graph=hessian_due)
+        hessian = None
+        if hessian_due:
+            from pinnspec.optim import hutchinson_diagonal
+
+            hessian = hutchinson_diagonal(sum(losses.task_list), trainer.theta,
+                                          generator=torch.Generator().manual_seed(epoch))
+        args = (G, trainer._theta_flat(), hessian, trainer.surgery_state, trainer.optimizer_state, epoch > 0)
+        # variants: undiagnosed (epoch 0), diagnosed, and with AdaHessian with and without an estimate
+        with torch._dynamo.config.patch(error_on_recompile=epoch >= 3):
+            compiled = trainer._update_compiled(*args)
+        eager = trainer._update(*args)
+        for a, b in zip(_tensors(compiled), _tensors(eager)):
+            torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+        trainer._apply(1e-3, eager[0])
+        trainer.surgery_state, trainer.optimizer_state = eager[1], eager[2]
+    assert trainer._update_compiled is not None
+
+
+def _tensors(tree):
+    """Every tensor of a nested tuple / list / dataclass, in order."""
+    import dataclasses
+
+    if isinstance(tree, torch.Tensor):
+        yield tree
+    elif dataclasses.is_dataclass(tree):
+        for f in dataclasses.fields(tree):
+            yield from _tensors(getattr(tree, f.name))
+    elif isinstance(tree, (tuple, list)):
+        for item in tree:
+            yield from _tensors(item)
+
+
+def test_an_update_chain_that_does_not_compile_runs_eagerly(capsys):
+    eager = Trainer(_spec(TINY, epochs=3))
+    trainer = Trainer(_spec(TINY, compile="on", epochs=3))
+    assert Trainer(_spec(TINY, compile="on", surgery="upgrad"))._update_compiled is None  # a host decision inside
+
+    def with_a_host_decision(G, *args):
+        if float(G.abs().sum()) < 0:  # a tensor read on the host: a graph break
+            G = -G
+        return trainer._update(G, *args)
+
+    trainer._update_compiled = torch.compile(with_a_host_decision, fullgraph=True)
+    for epoch in range(3):
+        a, b = eager.step(epoch), trainer.step(epoch)
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-9)
+    assert trainer._update_compiled is None
+    err = capsys.readouterr().err
+    assert "the update chain (none(), adam(" in err and "does not compile (" in err and "it runs eagerly" in err
 
 
 @pytest.mark.parametrize("settings, notice", [
