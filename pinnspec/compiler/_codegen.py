@@ -199,17 +199,17 @@ def generate_kernel(name: str, residuals: tuple[sympy.Expr, ...], problem: ir.Pr
     for r in stripped:
         atoms |= r.atoms(AppliedUndef)
     value_atoms = sorted(atoms, key=lambda a: derivative_key(a, problem))
-    placeholders = {derivative_key(atom, problem): sympy.Dummy() for atom in value_atoms}
-    residuals = [r.xreplace({atom: placeholders[derivative_key(atom, problem)] for atom in value_atoms})
+    value_symbols = {derivative_key(atom, problem): sympy.Dummy() for atom in value_atoms}
+    residuals = [r.xreplace({atom: value_symbols[derivative_key(atom, problem)] for atom in value_atoms})
                  for r in residuals]
     op_symbols = {}
     if operators:
-        residuals, op_symbols = _with_operators(residuals, operators, placeholders)
+        residuals, op_symbols = _with_operators(residuals, operators, value_symbols)
     used = set().union(*(r.free_symbols for r in residuals)) if residuals else set()
-    for key, placeholder in list(placeholders.items()) + list(op_symbols.items()):
-        if placeholder in used:
+    for key, symbol in list(value_symbols.items()) + list(op_symbols.items()):
+        if symbol in used:  # named after its key once it is known to be read
             var = names.value(key)
-            replace[placeholder] = sympy.Symbol(var)
+            replace[symbol] = sympy.Symbol(var)
             inputs.append(KernelInput("value", key, var))
     # symbols left once the field values are inputs (x inside u_x(x, t) is not an input)
     free = set().union(*(r.xreplace(replace).free_symbols for r in residuals)) if residuals else set()

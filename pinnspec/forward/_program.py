@@ -165,12 +165,18 @@ class ActivationProgram:
         return out
 
 
-@_memo
-def activation_program(sources: tuple[MultiIndex, ...], targets: tuple[MultiIndex, ...]) -> ActivationProgram:
+def _source_rows(sources: tuple[MultiIndex, ...], needed) -> dict[MultiIndex, int]:
+    """multi-index -> its row among ``sources``; every ``needed`` one must be there."""
     row = {mi: i for i, mi in enumerate(sources)}
-    missing = [mi for mi in closure(targets) if mi not in row]
+    missing = [mi for mi in needed if mi not in row]
     if missing:
         raise ValueError(f"sources lack the sub-multi-indices {missing}")
+    return row
+
+
+@_memo
+def activation_program(sources: tuple[MultiIndex, ...], targets: tuple[MultiIndex, ...]) -> ActivationProgram:
+    row = _source_rows(sources, closure(targets))
     first_rows = None if targets == sources else _rows_spec(tuple(row[mi] for mi in targets))
     by_m: dict[int, list] = {}
     n_terms = len(targets)
@@ -288,10 +294,7 @@ class Products:
 
 @_memo
 def row_program(sources: tuple[MultiIndex, ...], targets: tuple[MultiIndex, ...]) -> RowProgram:
-    row = {mi: i for i, mi in enumerate(sources)}
-    missing = [mi for mi in closure(targets) if mi not in row]
-    if missing:
-        raise ValueError(f"sources lack the sub-multi-indices {missing}")
+    row = _source_rows(sources, closure(targets))
     terms = []
     for mi in targets:
         ts = tuple((m, coef, tuple(sorted(row[b] for b in blocks)))
@@ -358,10 +361,7 @@ def carried(multi_indices, operators=()) -> tuple[MultiIndex, ...]:
 
 @_memo
 def operator_program(sources: tuple[MultiIndex, ...], operators: tuple) -> OperatorProgram:
-    row = {mi: i for i, mi in enumerate(sources)}
-    missing = [mi for mi in operator_parts(operators) if mi not in row]
-    if missing:
-        raise ValueError(f"sources lack the sub-multi-indices {missing}")
+    row = _source_rows(sources, operator_parts(operators))
     programs = []
     for op in operators:
         merged: dict[tuple[int, tuple[int, ...]], float] = {}
