@@ -319,6 +319,10 @@ class CompiledProblem:
                     "(double backward does not compile); the other steps are compiled")
         return None
 
+    def stop_compiling(self) -> None:
+        """Back to the eager losses (the forward engine stays): what a failed compile falls back to."""
+        self._compiled, self.compile_mode = None, None
+
     def _compiled_sums(self, model, points: Points, params) -> dict[str, torch.Tensor]:
         """condition -> its sum of squared residuals, by the compiled units (inputs detached: a compiled
         backward would otherwise also compute the unneeded gradients with respect to the points)."""

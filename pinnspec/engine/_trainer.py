@@ -229,9 +229,20 @@ class Trainer:
     def step(self, epoch: int) -> dict:
         points = self._points_for(epoch)
         hessian_due = self.optimizer.hessian_due(self.optimizer_state)
-        # a Hessian estimate needs double backward, which a compiled graph does not support
-        losses = self.problem.losses(self.model, points, self.params, self.grouping.name, compiled=not hessian_due)
-        G = loss_gradients(losses.task_list, self.theta, retain_graph=hessian_due)  # [m, p]
+        try:
+            losses, G = self._losses_and_gradients(points, hessian_due)
+        except torch._dynamo.exc.TorchDynamoException as err:
+            if self.problem.compile_mode is None:
+                raise
+            # no working compiler (a laptop without a C++ toolchain), or a graph inductor rejects: the
+            # eager losses from here on, the same values
+            if self.rank == 0:
+                reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
+                print(f"pinnspec: compile = {self.problem.compile}: the losses do not compile ({reason}); "
+                      "training eagerly", file=sys.stderr)
+            self.problem.stop_compiling()
+            self._update_compiled = None  # it would meet the same compiler
+            losses, G = self._losses_and_gradients(points, hessian_due)
         hessian = None
         if hessian_due:  # the same probes on every rank: the sum of the estimates is the whole loss's
             hessian = hutchinson_diagonal(sum(losses.task_list), self.theta, generator=self.chain_generator)
@@ -276,6 +287,12 @@ class Trainer:
                 row["projected"] = changed
                 row["cos_pu"] = next(scalars)
         return row
+
+    def _losses_and_gradients(self, points, hessian_due: bool):
+        """The m task losses and G [m, p] (the compiled losses unless a Hessian estimate is due:
+        it needs double backward, which a compiled graph does not support)."""
+        losses = self.problem.losses(self.model, points, self.params, self.grouping.name, compiled=not hessian_due)
+        return losses, loss_gradients(losses.task_list, self.theta, retain_graph=hessian_due)  # [m, p]
 
     def _update(self, G, theta, hessian, surgery_state, optimizer_state, diagnosed: bool, generator=None):
         """surgery -> proposal -> alignment, and the step's checks: (p [p], surgery state, optimizer state,

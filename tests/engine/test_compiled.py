@@ -111,6 +111,25 @@ def _tensors(tree):
             yield from _tensors(item)
 
 
+def test_losses_that_do_not_compile_train_eagerly(capsys):
+    """A failed compile (no C++ compiler on a laptop, say) is a notice, not a traceback: the step
+    is done again eagerly, with the same result."""
+    eager = Trainer(_spec(TINY, epochs=3))
+    trainer = Trainer(_spec(TINY, compile="on", epochs=3))
+
+    def no_compiler(*args):
+        raise torch._dynamo.exc.TorchDynamoException("InvalidCxxCompiler: No working C++ compiler found")
+
+    trainer.problem._compiled = {index: no_compiler for index in trainer.problem._compiled}
+    for epoch in range(3):
+        a, b = eager.step(epoch), trainer.step(epoch)
+        assert a["loss"] == b["loss"]
+    assert trainer.problem.compile_mode is None and trainer._update_compiled is None
+    err = capsys.readouterr().err
+    assert err.count("pinnspec: compile = on: the losses do not compile (InvalidCxxCompiler: No working C++ "
+                     "compiler found); training eagerly") == 1
+
+
 def test_an_update_chain_that_does_not_compile_runs_eagerly(capsys):
     eager = Trainer(_spec(TINY, epochs=3))
     trainer = Trainer(_spec(TINY, compile="on", epochs=3))
