@@ -90,6 +90,27 @@ def test_compiled_losses_equal_eager_on_cuda(mode):
     assert trainer.run().status == "completed"
 
 
+@pytest.mark.parametrize("mode", ["on", "graphs"])
+def test_compiled_update_chain_equals_eager_on_cuda(mode, capsys):
+    """surgery -> proposal -> GUA -> diagnostics compiled on CUDA (never run on a GPU when written:
+    a failure here that the trainer turned into its eager fallback shows as the notice)."""
+    trainer = Trainer(_spec(BURGERS, compile=mode, grouping="three", epochs=8))
+    assert trainer._update_compiled is not None
+    for epoch in range(5):
+        points = trainer._points_for(epoch)
+        losses = trainer.problem.losses(trainer.model, points, trainer.params, "three")
+        G = loss_gradients(losses.task_list, trainer.theta)
+        args = (G.clone(), trainer._theta_flat(), None, trainer.surgery_state, trainer.optimizer_state, epoch > 0)
+        compiled = trainer._update_compiled(*args)
+        eager = trainer._update(*args)
+        torch.testing.assert_close(compiled[0], eager[0], rtol=1e-4, atol=1e-7)  # p
+        torch.testing.assert_close(compiled[3], eager[3], rtol=1e-4, atol=1e-6)  # checks
+        trainer._apply(1e-3, eager[0])
+        trainer.surgery_state, trainer.optimizer_state = eager[1], eager[2]
+    assert trainer.run().status == "completed"
+    assert "does not compile" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("m", [2, 3])
 def test_config_and_gua_queue_without_a_synchronisation(m):
     """ConFIG (m = 2, closed form) and GUA (enumeration on the device) run with CUDA's sync debug
