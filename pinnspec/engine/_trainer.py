@@ -262,7 +262,7 @@ class Trainer:
         # [finite tasks, loss, tasks and conditions, finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u))]
         pieces = [torch.isfinite(tasks).all().reshape(1), tasks.sum().reshape(1), logged, checks]
         values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
-        n_logged = len(values) - len(checks) - 2
+        n_logged = logged.numel()
         if not (values[0] and values[2 + n_logged] and values[3 + n_logged]):
             raise TrainingDiverged(self._divergence_message(epoch, losses, G, p))
 
