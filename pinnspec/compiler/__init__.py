@@ -4,11 +4,11 @@ Every stage stays inspectable (``pinnspec show --stage ast|ir|plan|kernel``).
 """
 
 from ._codegen import Kernel, KernelInput, generate_kernel
-from ._plan import DerivativePlan
+from ._plan import DerivativePlan, LinearOperator
 from ._problem import CompiledProblem, Losses, Points, TorchPointSet
 
-__all__ = ["compile_spec", "CompiledProblem", "DerivativePlan", "Kernel", "KernelInput", "Losses", "Points",
-           "TorchPointSet", "generate_kernel"]
+__all__ = ["compile_spec", "CompiledProblem", "DerivativePlan", "Kernel", "KernelInput", "LinearOperator", "Losses",
+           "Points", "TorchPointSet", "generate_kernel"]
 
 
 def compile_spec(spec) -> CompiledProblem:

@@ -6,7 +6,7 @@ import torch
 
 import pinnspec
 from pinnspec.compiler._operators import forward_rows
-from pinnspec.compiler._plan import LinearOperator
+from pinnspec.compiler import LinearOperator
 from pinnspec.models import mlp
 
 HEAD = "problem p\nspace x in [0, 1]\nspace y in [0, 1]\ntime t in [0, 1]\nfield u\nfield v\nparam k = 0.5\n"
