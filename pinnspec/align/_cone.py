@@ -88,14 +88,17 @@ _SUBSETS: dict[tuple[int, str], Tensor] = {}
 def _subsets(m: int, device: torch.device) -> Tensor:
     """Every subset of range(m) as a row of a bool mask, by size, then in ``combinations`` order
     (the empty set first).  [2^m, m]"""
+    if torch.compiler.is_compiling():  # traced: a constant of the graph, and no guard on the cache
+        return _subset_rows(m, device)
     key = (m, str(device))
-    if key not in _SUBSETS or torch.compiler.is_compiling():  # traced: a constant, and no guard on the cache
-        rows = [[i in S for i in range(m)] for size in range(m + 1) for S in combinations(range(m), size)]
-        subsets = torch.tensor(rows, dtype=torch.bool, device=device).reshape(len(rows), m)
-        if torch.compiler.is_compiling():
-            return subsets
-        _SUBSETS[key] = subsets
+    if key not in _SUBSETS:
+        _SUBSETS[key] = _subset_rows(m, device)
     return _SUBSETS[key]
+
+
+def _subset_rows(m: int, device: torch.device) -> Tensor:
+    rows = [[i in S for i in range(m)] for size in range(m + 1) for S in combinations(range(m), size)]
+    return torch.tensor(rows, dtype=torch.bool, device=device).reshape(len(rows), m)
 
 
 def _enumerate_active_sets(K: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:

@@ -262,15 +262,17 @@ class Trainer:
         # [finite tasks, loss, tasks and conditions, finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u))]
         pieces = [torch.isfinite(tasks).all().reshape(1), tasks.sum().reshape(1), logged, checks]
         values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
-        n_logged = logged.numel()
-        if not (values[0] and values[2 + n_logged] and values[3 + n_logged]):
+        n = 2 + logged.numel()
+        (tasks_finite, loss, *logged_values), (G_finite, p_finite), diagnostics = \
+            values[:n], values[n: n + 2], values[n + 2:]
+        if not (tasks_finite and G_finite and p_finite):
             raise TrainingDiverged(self._divergence_message(epoch, losses, G, p))
 
         self._apply(lr, p)
         self.surgery_state, self.optimizer_state = surgery_state, optimizer_state
 
-        row: dict[str, Any] = {"epoch": epoch, "lr": lr, "loss": values[1]}
-        scalars = iter(values[2: 2 + n_logged] + values[4 + n_logged:])
+        row: dict[str, Any] = {"epoch": epoch, "lr": lr, "loss": loss}
+        scalars = iter(logged_values + diagnostics)
         for i in range(self.grouping.m):
             row[f"task{i}"] = next(scalars)
         for c in self.condition_names:
