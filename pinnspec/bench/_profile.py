@@ -2,7 +2,7 @@
 
 The Trainer is timed from the outside, without a copy of its step: for the
 duration of ``instrument(trainer)`` its collaborators are wrapped in timers
-(``_points_for``, the model's forward, the derivative plans, ``problem.losses``,
+(``_sample``, the model's forward, the derivative plans, ``problem.losses``,
 ``loss_gradients``, the surgery, ``optimizer.propose``, ``alignment.align``,
 ``conflict_indicators``, ``_apply``) and restored afterwards.  Whatever the step spends
 outside them is reported as "rest of step" (finite checks, the history row,
@@ -105,7 +105,8 @@ def instrument(trainer, device: torch.device):
         trainer_module.loss_gradients = timers.wrap("loss-specific gradients", saved_module["loss_gradients"])
         trainer_module.conflict_indicators = timers.wrap("diagnostics (conflicts)",
                                                          saved_module["conflict_indicators"])
-        trainer._points_for = timers.wrap("sample points", type(trainer)._points_for.__get__(trainer))
+        # drawn ahead during the previous step (Trainer._draw_ahead): timed wherever it happens
+        trainer._sample = timers.wrap("sample points", type(trainer)._sample.__get__(trainer))
         trainer._apply = timers.wrap("apply update", type(trainer)._apply.__get__(trainer))
         problem.losses = timers.wrap("residuals + losses", type(problem).losses.__get__(problem))
         model = saved["model"]
@@ -132,7 +133,7 @@ def instrument(trainer, device: torch.device):
     finally:
         trainer_module.loss_gradients = saved_module["loss_gradients"]
         trainer_module.conflict_indicators = saved_module["conflict_indicators"]
-        for name in ("_points_for", "_apply"):
+        for name in ("_sample", "_apply"):
             trainer.__dict__.pop(name, None)
         problem.__dict__.pop("losses", None)
         problem.plans.clear()

@@ -195,6 +195,7 @@ class Trainer:
         self.message = ""
         self._points_block = None
         self._points = None
+        self._next_points = None  # (block, points) drawn ahead by _draw_ahead
         self._stop_requested = False
 
         self.validation_points = torch.as_tensor(self.problem.validation_points(), dtype=self.dtype, device=self.device)
@@ -215,10 +216,25 @@ class Trainer:
     def _points_for(self, epoch: int):
         block = self.problem.point_plan.block(epoch)
         if block != self._points_block:
-            shard = (self.rank, self.world) if self.distributed else None
-            self._points = self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype, shard=shard)
+            ahead, self._next_points = self._next_points, None
+            self._points = ahead[1] if ahead is not None and ahead[0] == block else self._sample(epoch)
             self._points_block = block
         return self._points
+
+    def _sample(self, epoch: int):
+        shard = (self.rank, self.world) if self.distributed else None
+        return self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype, shard=shard)
+
+    def _draw_ahead(self, epoch: int) -> None:
+        """Draw the next epoch's points now, if they are new, so that the host's sampling (and the
+        copy to the device) overlaps the device's work on this step instead of following the step's
+        one synchronisation.  Points are a pure function of (seed, epoch): the same points either way."""
+        following = epoch + 1
+        block = self.problem.point_plan.block(following)
+        if following >= self.epochs or block == self._points_block:
+            return
+        if self._next_points is None or self._next_points[0] != block:
+            self._next_points = (block, self._sample(following))
 
     def _apply(self, lr: float, update: torch.Tensor) -> None:
         """theta <- theta - lr * p: the only place parameters change."""
@@ -261,7 +277,9 @@ class Trainer:
         # everything the host needs from this step, fetched in ONE synchronisation:
         # [finite tasks, loss, tasks and conditions, finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u))]
         pieces = [torch.isfinite(tasks).all().reshape(1), tasks.sum().reshape(1), logged, checks]
-        values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
+        fetched = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces])
+        self._draw_ahead(epoch)  # before the synchronisation: on a GPU the host samples while the device works
+        values = fetched.tolist()
         n = 2 + logged.numel()
         (tasks_finite, loss, *logged_values), (G_finite, p_finite), diagnostics = \
             values[:n], values[n: n + 2], values[n + 2:]

@@ -66,7 +66,7 @@ def test_instrumented_step_times_every_stage_and_restores_the_trainer():
         assert ours[stage] >= 0 or stage == "rest", stage
     assert ours["total"] > 0 and theirs["total"] > 0 and "optimizer + apply" in theirs
     assert trainer.model is model and _trainer.loss_gradients is loss_gradients
-    assert "losses" not in vars(trainer.problem) and "_points_for" not in vars(trainer)
+    assert "losses" not in vars(trainer.problem) and "_sample" not in vars(trainer)
     trainer.step(3)  # still a working trainer
     with pytest.raises(RuntimeError), instrument(trainer, CPU):
         raise RuntimeError  # restored on errors too
@@ -92,6 +92,16 @@ def test_speed_end_to_end(tmp_path, capsys):
     assert len(list(csv.DictReader(open(out / "speed_epochs.csv")))) == 2
     assert (out / "speed.md").read_text().count("|") > 10
     assert (out / "speed_stages.csv").exists()
+
+
+def test_the_compilers_own_footprint_is_measured_in_a_fresh_process():
+    """With compile on, the memory report sets torch.compile's own RSS apart (a fresh interpreter,
+    since this test process may have loaded inductor already): dynamo and inductor are tens of MiB."""
+    from pinnspec.bench._speed import measure_memory
+
+    result = measure_memory("compiler", {"device": "cpu", "threads": 1, "malloc": "tuned"})
+    assert result["contender"] == "compiler"
+    assert 20 * 2**20 < result["footprint"] < result["rss_setup"]
 
 
 @pytest.mark.parametrize("argv", [["--points", "0"], ["--epochs", "0"], ["--grouping", "four"],
