@@ -325,7 +325,8 @@ def _report(stats, memory, stages, setting, env) -> list[Table]:
 
 
 def _ratio(a, b) -> str:
-    if a is None or b is None or b == 0:
+    """A memory ratio; none against less than 1 MiB (a growth of nearly nothing)."""
+    if a is None or b is None or b < 2**20:
         return "-"
     return f"{a / b:.3f}"
 
@@ -367,7 +368,7 @@ def _write(out, env, tables, verdict, stats, rounds, memory, stages, setting) ->
 
 
 def _ratio_value(memory, key):
-    if not memory or memory["pinnspec"].get(key) is None or not memory["hand"].get(key):
+    if not memory or memory["pinnspec"].get(key) is None or (memory["hand"].get(key) or 0) < 2**20:
         return None
     return memory["pinnspec"][key] / memory["hand"][key]
 

@@ -12,6 +12,7 @@ the union of its members' points; a task is a weighted sum of those.
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass
 
@@ -103,6 +104,9 @@ class CompiledProblem:
         self.compile = p.training.options.get("compile", "off")
         self._notified = False
         self._compiled = None  # set index -> its torch.compile'd loss unit, once `compile_losses` enabled them
+        self._fused = None  # every set's losses as one compiled unit (see `losses_and_gradients`)
+        self._unit = None  # the model that unit calls, as a _ModelUnit
+        self._owners: dict[str | None, tuple[int, ...] | None] = {}  # grouping -> `task_of_sets`
         self.compile_mode: str | None = None
 
         def residual_groups(cond: ir.Condition):
@@ -255,12 +259,15 @@ class CompiledProblem:
         ``compiled``: use the torch.compile'd per-set losses when `compile_losses`
         enabled them (False forces the eager path, e.g. for a Hessian estimate,
         which needs double backward)."""
-        counts = {name: points.sets[ck.set_index].count for name, ck in self.condition_kernels.items()}
         if compiled and self._compiled is not None:
             sums = self._compiled_sums(model, points, params or {})
         else:
             residuals = self.residuals(model, points, params)
             sums = {name: self.point_squares(r).sum() for name, r in residuals.items()}
+        return self._losses_from_sums(sums, points, grouping)
+
+    def _losses_from_sums(self, sums: dict[str, torch.Tensor], points: Points, grouping: str | None) -> Losses:
+        counts = {name: points.sets[ck.set_index].count for name, ck in self.condition_kernels.items()}
         # sum / count rather than mean: on a shard, count is the whole set's (see `sample`)
         conditions = {name: sums[name] / counts[name] for name in sums}
         g = self.ir.grouping(grouping)
@@ -275,6 +282,51 @@ class CompiledProblem:
                 total = total + weight * value
             tasks.append(total)
         return Losses(tasks, conditions, g.name)
+
+    def task_of_sets(self, grouping: str | None = None) -> tuple[int, ...] | None:
+        """The task each point set (in ``_by_set`` order) feeds in ``grouping`` (-1: none), or None when a
+        set feeds two or more tasks.  Where every set feeds at most one task, a task's gradient is the sum
+        of its sets' gradients, which one backward pass yields (`losses_and_gradients`)."""
+        if grouping not in self._owners:
+            owner: dict[int, int] = {}
+            split = True
+            for i, task in enumerate(self.ir.grouping(grouping).tasks):
+                for _, atom in task.terms:
+                    for c in (atom.conditions if isinstance(atom, ir.PoolLoss) else (atom.condition,)):
+                        split = split and owner.setdefault(self.condition_kernels[c].set_index, i) == i
+            self._owners[grouping] = tuple(owner.get(index, -1) for index in self._by_set) if split else None
+        return self._owners[grouping]
+
+    def losses_and_gradients(self, model, points: Points, params: dict[str, torch.Tensor], grouping: str | None,
+                             theta: torch.Tensor) -> tuple[Losses, torch.Tensor] | None:
+        """The losses and G [m, p] by ONE compiled forward over every point set and ONE backward pass;
+        None where that does not apply (the losses are not compiled, or a set feeds two tasks): then
+        `losses` and `loss_gradients` (one backward pass per task) give the same.
+
+        ``theta`` [p]: the model's parameters then ``params``' values, flattened in that order (the
+        trainer's).  Each set evaluates its losses with its own copy of theta (a row of a [S, p] input
+        of the compiled unit), so the backward of the sum of the tasks returns one gradient per set,
+        [S, p]; a task's row of G is the sum of its sets' rows.  On a grouping with one set per task
+        this is the same arithmetic as one backward pass per task, minus 2 (m - 1) graph calls."""
+        owners = self.task_of_sets(grouping) if self._fused is not None else None
+        if owners is None:
+            return None
+        copies = theta.detach().unsqueeze(0).repeat(len(owners), 1).requires_grad_(True)  # [S, p]
+        if self._unit is None or self._unit.model is not model:
+            self._unit = _ModelUnit(model)
+        names = [name for name, _ in model.named_parameters()]
+        shapes = [tuple(t.shape) for t in model.parameters()] + [tuple(t.shape) for t in params.values()]
+        inputs = [(s.x.detach(), None if s.partner is None else s.partner.detach(), s.observed, s.face_slices)
+                  for s in (points.sets[index] for index in self._by_set)]
+        out = self._fused(self, self._unit, copies, inputs, names, list(params), shapes)
+        sums = dict(zip((ck.condition for cks in self._by_set.values() for ck in cks), out))
+        losses = self._losses_from_sums(sums, points, grouping)
+        (per_set,) = torch.autograd.grad(sum(losses.task_list), [copies])  # [S, p]
+        G = per_set.new_zeros(len(losses.task_list), per_set.shape[1])  # [m, p]
+        for row, task in enumerate(owners):
+            if task >= 0:
+                G[task] += per_set[row]
+        return losses, G
 
     # ================================================================== torch.compile
     def compile_losses(self, model, *, device: torch.device | str = "cpu", optimizer_needs_hessian: bool = False
@@ -307,6 +359,7 @@ class CompiledProblem:
         # (and its limit of 8 recompiles) per code object, and many problems and sets share a process
         self._compiled = {index: torch.compile(own_code(_set_sums), mode=self.compile_mode, dynamic=False,
                                                fullgraph=True) for index in self._by_set}
+        self._fused = torch.compile(own_code(_every_set_sums), mode=self.compile_mode, dynamic=False, fullgraph=True)
         # build the derivative programs (memoised plain-Python objects) before tracing: a program built
         # during the first trace leaves a guard on the memo dict that the second call fails, and every
         # set would be compiled twice (and checked against two cache entries at every call)
@@ -321,7 +374,7 @@ class CompiledProblem:
 
     def stop_compiling(self) -> None:
         """Back to the eager losses (the forward engine stays): what a failed compile falls back to."""
-        self._compiled, self.compile_mode = None, None
+        self._compiled, self._fused, self.compile_mode = None, None, None
 
     def _compiled_sums(self, model, points: Points, params) -> dict[str, torch.Tensor]:
         """condition -> its sum of squared residuals, by the compiled units (inputs detached: a compiled
@@ -439,6 +492,32 @@ def _set_sums(problem: CompiledProblem, index: int, model, x, partner, observed,
         if ck.periodic:
             r = r - problem._evaluate(ck, s, partner, partner_values, params)
         sums.append(r.square().sum())
+    return tuple(sums)
+
+
+class _ModelUnit(torch.nn.Module):
+    """The model as the one submodule of a module whose call is one set's `_set_sums`: what
+    `torch.func.functional_call` runs with a set's own copy of the weights."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, problem, index, x, partner, observed, face_slices, params):
+        return _set_sums(problem, index, self.model, x, partner, observed, face_slices, params)
+
+
+def _every_set_sums(problem: CompiledProblem, unit: _ModelUnit, copies, inputs, names, param_names, shapes
+                    ) -> tuple[torch.Tensor, ...]:
+    """Every set's per-condition sums of squares, set s with the weights and params in row s of
+    ``copies`` [S, p]: the unit `losses_and_gradients` compiles."""
+    sums = []
+    for index, row, (x, partner, observed, face_slices) in zip(problem._by_set, copies, inputs):
+        pieces = [piece.view(shape) for piece, shape in zip(row.split([math.prod(t) for t in shapes]), shapes)]
+        weights = {"model." + name: piece for name, piece in zip(names, pieces)}
+        params = dict(zip(param_names, pieces[len(names):]))
+        sums.extend(torch.func.functional_call(unit, weights, (problem, index, x, partner, observed, face_slices,
+                                                               params)))
     return tuple(sums)
 
 

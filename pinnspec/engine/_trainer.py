@@ -245,8 +245,9 @@ class Trainer:
     def step(self, epoch: int) -> dict:
         points = self._points_for(epoch)
         hessian_due = self.optimizer.hessian_due(self.optimizer_state)
+        theta = self._theta_flat()  # [p]
         try:
-            losses, G = self._losses_and_gradients(points, hessian_due)
+            losses, G = self._losses_and_gradients(points, hessian_due, theta)
         except torch._dynamo.exc.TorchDynamoException as err:
             if self.problem.compile_mode is None:
                 raise
@@ -258,7 +259,7 @@ class Trainer:
                       "training eagerly", file=sys.stderr)
             self.problem.stop_compiling()
             self._update_compiled = None  # it would meet the same compiler
-            losses, G = self._losses_and_gradients(points, hessian_due)
+            losses, G = self._losses_and_gradients(points, hessian_due, theta)
         hessian = None
         if hessian_due:  # the same probes on every rank: the sum of the estimates is the whole loss's
             hessian = hutchinson_diagonal(sum(losses.task_list), self.theta, generator=self.chain_generator)
@@ -273,7 +274,7 @@ class Trainer:
         lr = float(self.schedule(epoch, self.epochs, self.optimizer.lr))
         diagnosed = lr > 0  # the zero-rate warmup step is not a diagnosed step
         p, surgery_state, optimizer_state, checks = self._run_update(
-            G, self._theta_flat(), hessian, self.surgery_state, self.optimizer_state, diagnosed)
+            G, theta, hessian, self.surgery_state, self.optimizer_state, diagnosed)
         # everything the host needs from this step, fetched in ONE synchronisation:
         # [finite tasks, loss, tasks and conditions, finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u))]
         pieces = [torch.isfinite(tasks).all().reshape(1), tasks.sum().reshape(1), logged, checks]
@@ -308,9 +309,14 @@ class Trainer:
                 row["cos_pu"] = next(scalars)
         return row
 
-    def _losses_and_gradients(self, points, hessian_due: bool):
+    def _losses_and_gradients(self, points, hessian_due: bool, theta: torch.Tensor):
         """The m task losses and G [m, p] (the compiled losses unless a Hessian estimate is due:
-        it needs double backward, which a compiled graph does not support)."""
+        it needs double backward, which a compiled graph does not support).  Compiled, and where each
+        point set feeds one task, by one forward and one backward pass over every set."""
+        if not hessian_due:
+            fused = self.problem.losses_and_gradients(self.model, points, self.params, self.grouping.name, theta)
+            if fused is not None:
+                return fused
         losses = self.problem.losses(self.model, points, self.params, self.grouping.name, compiled=not hessian_due)
         return losses, loss_gradients(losses.task_list, self.theta, retain_graph=hessian_due)  # [m, p]
 

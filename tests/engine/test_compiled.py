@@ -42,6 +42,15 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
         torch.testing.assert_close(compiled_losses.conditions[name], value, rtol=1e-10, atol=1e-14)
     torch.testing.assert_close(compiled_G, eager_G, rtol=1e-8, atol=1e-12)
     assert eager_G.abs().max() > 0
+    # one compiled unit over every set and one backward pass, where each set feeds one task
+    owners = trainer.problem.task_of_sets(trainer.grouping.name)
+    fused = trainer.problem.losses_and_gradients(trainer.model, trainer._points_for(0), trainer.params,
+                                                 trainer.grouping.name, trainer._theta_flat())
+    assert (fused is None) == (owners is None)
+    if fused is not None:
+        fused_losses, fused_G = fused
+        torch.testing.assert_close(fused_losses.tasks, eager_losses.tasks, rtol=1e-10, atol=1e-14)
+        torch.testing.assert_close(fused_G, eager_G, rtol=1e-8, atol=1e-12)
 
 
 def test_a_compiled_run_follows_the_eager_run():
@@ -55,7 +64,30 @@ def test_a_compiled_run_follows_the_eager_run():
     assert abs(a.rel_l2 - b.rel_l2) <= 1e-7 * a.rel_l2
 
 
-def test_each_point_set_compiles_once():
+def test_a_set_that_feeds_two_tasks_takes_one_backward_pass_per_task(tmp_path):
+    """Schroedinger's two equations share one interior point set: with each in a task of its own, that
+    set's gradient does not split by task, so the compiled per-set units and one backward pass per task
+    give G (the same G as eager); with both in one task, one backward pass over every set does."""
+    text = (ROOT / "specs" / "schrodinger.pinn").read_text()
+    text = text.replace("grouping three = [N, B, I]",
+                        "loss R = real\nloss J = imag\ngrouping four = [R, J, B, I]\ngrouping three = [N, B, I]")
+    path = tmp_path / "schrodinger.pinn"
+    path.write_text(text)
+    problem = pinnspec.compile(path)
+    assert problem.task_of_sets("three") == (0, 2, 1)  # sets: interior, initial, periodic pairs
+    assert problem.task_of_sets("four") is None
+    assert problem.task_of_sets("two") == (0, 1, 1)
+    trainer = Trainer(_spec(path, compile="on", grouping="four", model="mlp(width = 8, depth = 2)"))
+    points = trainer._points_for(0)
+    assert trainer.problem.losses_and_gradients(trainer.model, points, trainer.params, "four",
+                                                trainer._theta_flat()) is None
+    losses, G = trainer._losses_and_gradients(points, False, trainer._theta_flat())
+    eager = trainer.problem.losses(trainer.model, points, trainer.params, "four", compiled=False)
+    torch.testing.assert_close(G, loss_gradients(eager.task_list, trainer.theta), rtol=1e-8, atol=1e-12)
+    assert G.shape[0] == 4 and (G.norm(dim=1) > 0).all()
+
+
+def test_each_compiled_unit_compiles_once():
     """The derivative programs are built before tracing: no unit is compiled a second time.
     (PCGrad draws task orders, so its update chain stays eager: only the loss units compile.)"""
     trainer = Trainer(_spec(ROOT / "specs" / "burgers.pinn", compile="on", model="mlp(width = 8, depth = 2)",
@@ -121,6 +153,7 @@ def test_losses_that_do_not_compile_train_eagerly(capsys):
         raise torch._dynamo.exc.TorchDynamoException("InvalidCxxCompiler: No working C++ compiler found")
 
     trainer.problem._compiled = {index: no_compiler for index in trainer.problem._compiled}
+    trainer.problem._fused = no_compiler
     for epoch in range(3):
         a, b = eager.step(epoch), trainer.step(epoch)
         assert a["loss"] == b["loss"]

@@ -86,6 +86,11 @@ def test_compiled_losses_equal_eager_on_cuda(mode):
         compiled_G = loss_gradients(compiled.task_list, trainer.theta)
         torch.testing.assert_close(compiled.tasks, eager.tasks, rtol=1e-4, atol=1e-7)
         torch.testing.assert_close(compiled_G, eager_G, rtol=1e-3, atol=1e-6)
+        # every set in one compiled unit, one backward pass (what the trainer's step takes)
+        fused, fused_G = trainer.problem.losses_and_gradients(trainer.model, points, trainer.params, "three",
+                                                              trainer._theta_flat())
+        torch.testing.assert_close(fused.tasks, eager.tasks, rtol=1e-4, atol=1e-7)
+        torch.testing.assert_close(fused_G, eager_G, rtol=1e-3, atol=1e-6)
         trainer.step(epoch)
     assert trainer.run().status == "completed"
 
