@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -42,3 +44,11 @@ def test_surgery_loads_no_lark_or_sympy():
 def test_public_names_resolve_lazily():
     mods = _modules_after("import pinnspec\nassert pinnspec.SpecError.__name__ == 'SpecError'")
     assert "torch" not in mods
+
+
+@pytest.mark.parametrize("package", sorted(p.name for p in (ROOT / "pinnspec").iterdir()
+                                           if (p / "__init__.py").exists()))
+def test_every_package_imports_first_in_a_fresh_interpreter(package):
+    """No import cycle that only the usual order (pinnspec, then its compiler) hides: e.g. the forward
+    engine and the compiler's derivative plans share LinearOperator."""
+    assert f"pinnspec.{package}" in _modules_after(f"import pinnspec.{package}")

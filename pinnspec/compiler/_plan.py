@@ -22,41 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-MultiIndex = tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class LinearOperator:
-    """L = sum_k coef_k D^{mi_k}: constant coefficients, multi-indices of order >= 1, sorted by
-    (order, index); normalised so that the first coefficient is 1."""
-
-    terms: tuple[tuple[MultiIndex, float], ...]
-
-    @property
-    def order(self) -> int:
-        return max(len(mi) for mi, _ in self.terms)
-
-    def text(self, field: str, coordinates: tuple[str, ...], exact: bool = False) -> str:
-        """e.g. ``u_t - 0.0031830989*u_xx`` (``exact``: every digit of the coefficients)."""
-        parts = []
-        for mi, coef in self.terms:
-            name = f"{field}_{''.join(coordinates[i] for i in mi)}"
-            sign = "-" if coef < 0 else "+"
-            size = abs(coef)
-            body = name if size == 1 else f"{size!r}*{name}" if exact else f"{size:.8g}*{name}"
-            parts.append((sign, body))
-        first_sign, first = parts[0]
-        return ("-" if first_sign == "-" else "") + first + "".join(f" {s} {b}" for s, b in parts[1:])
-
-
-def combine(operator: LinearOperator, terms: list[torch.Tensor]) -> torch.Tensor:
-    """sum_k coef_k terms[k]: the operator's value from its terms' values."""
-    total = None
-    for (_, coef), value in zip(operator.terms, terms):
-        term = value if coef == 1 else value * coef
-        total = term if total is None else total + term
-    return total
-
+from ..forward._program import LinearOperator, MultiIndex, carried, combine, order_key  # noqa: F401  (re-exported)
 
 #: (field index, multi-index) for a field or one derivative; (field index, LinearOperator) for a combination
 Key = tuple[int, "MultiIndex | LinearOperator"]
@@ -150,8 +116,6 @@ class DerivativePlan:
             children = [name((f, parent + (j,))) for j in range(first, len(self.coordinates))]
             lines.append(f"grad({name(step)}) -> {', '.join(children)}")
         lines.append(f"{self.n_grad_calls} autograd.grad call(s)")
-        from ..forward._program import carried, order_key  # (pinnspec.forward imports this module)
-
         plain = sorted({mi for _, mi in self.needs if mi and not isinstance(mi, LinearOperator)}, key=order_key)
         rows = [f"D_{''.join(self.coordinates[i] for i in mi)}" for mi in carried(plain, self.operators)]
         rows += [f"({op.text('D', self.coordinates)})" for op in self.operators]

@@ -338,10 +338,12 @@ class Trainer:
 
     def _run_update(self, G, theta, hessian, surgery_state, optimizer_state, diagnosed: bool):
         """``_update``, compiled where it compiles; a chain that does not (a host decision inside a
-        surgery method or an optimizer) runs eagerly from then on, with a one-line notice."""
+        surgery method or an optimizer) runs eagerly from then on, with a one-line notice.  Compiled, it
+        always computes the diagnostics (a few reductions; the caller reads them only when ``diagnosed``):
+        one graph to compile, not a second one for the zero-rate first step alone."""
         if self._update_compiled is not None:
             try:
-                return self._update_compiled(G, theta, hessian, surgery_state, optimizer_state, diagnosed)
+                return self._update_compiled(G, theta, hessian, surgery_state, optimizer_state, True)
             except torch._dynamo.exc.TorchDynamoException as err:
                 self._update_compiled = None
                 if self.rank == 0:

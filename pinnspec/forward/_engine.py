@@ -23,9 +23,8 @@ from torch.nn import functional as F
 
 from ..models._mlp import ACTIVATIONS, MLP
 from ._activations import DERIVATIVES, scaled_derivatives
-from ..compiler._plan import LinearOperator, combine
-from ._program import (MultiIndex, Products, activation_program, carried, input_operator_rows, input_program,
-                       input_rows, operator_program, order_key, row_program)
+from ._program import (LinearOperator, MultiIndex, Products, activation_program, carried, combine,
+                       input_operator_rows, input_program, input_rows, operator_program, order_key, row_program)
 
 Key = tuple  # (field index, multi-index or LinearOperator), as in the derivative plan
 LAYOUTS = ("rows", "stack")

@@ -27,6 +27,41 @@ import torch
 MultiIndex = tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class LinearOperator:
+    """L = sum_k coef_k D^{mi_k}: constant coefficients, multi-indices of order >= 1, sorted by
+    (order, index); normalised so that the first coefficient is 1.  Found by the compiler
+    (pinnspec.compiler._operators, exported as pinnspec.compiler.LinearOperator); defined here, with
+    the rows it becomes, so that the forward engine does not import the compiler."""
+
+    terms: tuple[tuple[MultiIndex, float], ...]
+
+    @property
+    def order(self) -> int:
+        return max(len(mi) for mi, _ in self.terms)
+
+    def text(self, field: str, coordinates: tuple[str, ...], exact: bool = False) -> str:
+        """e.g. ``u_t - 0.0031830989*u_xx`` (``exact``: every digit of the coefficients)."""
+        parts = []
+        for mi, coef in self.terms:
+            name = f"{field}_{''.join(coordinates[i] for i in mi)}"
+            sign = "-" if coef < 0 else "+"
+            size = abs(coef)
+            body = name if size == 1 else f"{size!r}*{name}" if exact else f"{size:.8g}*{name}"
+            parts.append((sign, body))
+        first_sign, first = parts[0]
+        return ("-" if first_sign == "-" else "") + first + "".join(f" {s} {b}" for s, b in parts[1:])
+
+
+def combine(operator: LinearOperator, terms: list[torch.Tensor]) -> torch.Tensor:
+    """sum_k coef_k terms[k]: the operator's value from its terms' values."""
+    total = None
+    for (_, coef), value in zip(operator.terms, terms):
+        term = value if coef == 1 else value * coef
+        total = term if total is None else total + term
+    return total
+
+
 def _memo(fn):
     """A plain dict cache (torch.compile traces a dict lookup without the warning an lru_cache gets)."""
     cache: dict = {}
