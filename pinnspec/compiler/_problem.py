@@ -306,8 +306,8 @@ class CompiledProblem:
         ``theta`` [p]: the model's parameters then ``params``' values, flattened in that order (the
         trainer's).  Each set evaluates its losses with its own copy of theta (a row of a [S, p] input
         of the compiled unit), so the backward of the sum of the tasks returns one gradient per set,
-        [S, p]; a task's row of G is the sum of its sets' rows.  On a grouping with one set per task
-        this is the same arithmetic as one backward pass per task, minus 2 (m - 1) graph calls."""
+        [S, p]; a task's row of G is the sum of its sets' rows.  The same arithmetic as one backward
+        pass per task, in two graph calls instead of one per set and one backward per task."""
         owners = self.task_of_sets(grouping) if self._fused is not None else None
         if owners is None:
             return None
