@@ -227,8 +227,9 @@ class Trainer:
 
     def _draw_ahead(self, epoch: int) -> None:
         """Draw the next epoch's points now, if they are new, so that the host's sampling (and the
-        copy to the device) overlaps the device's work on this step instead of following the step's
-        one synchronisation.  Points are a pure function of (seed, epoch): the same points either way."""
+        copy to the device) overlaps the device's work on this step's losses and gradients instead of
+        following the step's synchronisation.  Points are a pure function of (seed, epoch): the same
+        points either way."""
         following = epoch + 1
         block = self.problem.point_plan.block(following)
         if following >= self.epochs or block == self._points_block:
@@ -260,6 +261,9 @@ class Trainer:
             self.problem.stop_compiling()
             self._update_compiled = None  # it would meet the same compiler
             losses, G = self._losses_and_gradients(points, hessian_due, theta)
+        # the losses and G are queued on the device: on a GPU the host draws the next points while it works
+        # (here rather than before the fetch below: ConFIG's pseudo-inverse for m >= 3 waits for the device)
+        self._draw_ahead(epoch)
         hessian = None
         if hessian_due:  # the same probes on every rank: the sum of the estimates is the whole loss's
             hessian = hutchinson_diagonal(sum(losses.task_list), self.theta, generator=self.chain_generator)
@@ -278,9 +282,7 @@ class Trainer:
         # everything the host needs from this step, fetched in ONE synchronisation:
         # [finite tasks, loss, tasks and conditions, finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u))]
         pieces = [torch.isfinite(tasks).all().reshape(1), tasks.sum().reshape(1), logged, checks]
-        fetched = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces])
-        self._draw_ahead(epoch)  # before the synchronisation: on a GPU the host samples while the device works
-        values = fetched.tolist()
+        values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
         n = 2 + logged.numel()
         (tasks_finite, loss, *logged_values), (G_finite, p_finite), diagnostics = \
             values[:n], values[n: n + 2], values[n + 2:]

@@ -57,10 +57,11 @@ def test_a_step_fetches_from_the_device_once(grouping, host_conversions, monkeyp
     assert all({"R_g", "R_a", "R_u", "R_p", "projected", "cos_pu"} <= set(row) for row in rows)
 
 
-def test_the_next_points_are_drawn_before_the_steps_synchronisation(monkeypatch):
-    """step(e) draws epoch e + 1's points before it fetches its values (on a GPU the host's sampling
-    then overlaps the device's work); step(e + 1) uses exactly those points, which equal a fresh draw,
-    and nothing is drawn past the last epoch."""
+def test_the_next_points_are_drawn_while_the_device_computes_the_gradients(monkeypatch):
+    """step(e) draws epoch e + 1's points once its losses and G are queued, before the update chain
+    (ConFIG's m >= 3 pseudo-inverse waits for a GPU) and before it fetches its values: on a GPU the
+    host's sampling overlaps the device's work.  step(e + 1) uses exactly those points, which equal a
+    fresh draw, and nothing is drawn past the last epoch."""
     from pinnspec.bench._common import load_spec
 
     trainer = Trainer(load_spec(str(ROOT / "specs" / "burgers.pinn"), points={"burgers": 100},
@@ -70,12 +71,14 @@ def test_the_next_points_are_drawn_before_the_steps_synchronisation(monkeypatch)
     monkeypatch.setattr(trainer.problem, "sample", lambda epoch, *a, **k: events.append(("sample", epoch))
                         or sample(epoch, *a, **k))
     monkeypatch.setattr(torch.Tensor, "tolist", lambda t: events.append(("fetch",)) or tolist(t))
+    update = trainer._run_update
+    monkeypatch.setattr(trainer, "_run_update", lambda *a: events.append(("update",)) or update(*a))
     used = []
     for epoch in range(4):
         trainer.step(epoch)
         used.append(trainer._points)
-    assert events == [("sample", 0), ("sample", 1), ("fetch",), ("sample", 2), ("fetch",), ("sample", 3),
-                      ("fetch",), ("fetch",)]
+    assert events == [("sample", 0), ("sample", 1), ("update",), ("fetch",), ("sample", 2), ("update",), ("fetch",),
+                      ("sample", 3), ("update",), ("fetch",), ("update",), ("fetch",)]
     for epoch, points in enumerate(used):
         for got, fresh in zip(points.sets, sample(epoch, trainer.seed).sets):
             assert torch.equal(got.x.detach(), fresh.x.detach())
