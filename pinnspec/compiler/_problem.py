@@ -59,10 +59,11 @@ class Losses:
     #                                a row of a stacked tensor back-propagates zeros through every task)
     conditions: dict[str, torch.Tensor]  # condition -> scalar loss (its own mean)
     grouping: str
+    stacked: torch.Tensor | None = None  # the task losses as one [m] tensor, where they were computed as one
 
     @property
     def tasks(self) -> torch.Tensor:  # [m]
-        return torch.stack(self.task_list)
+        return torch.stack(self.task_list) if self.stacked is None else self.stacked
 
 
 @dataclass(frozen=True)
@@ -264,10 +265,14 @@ class CompiledProblem:
         else:
             residuals = self.residuals(model, points, params)
             sums = {name: self.point_squares(r).sum() for name, r in residuals.items()}
-        return self._losses_from_sums(sums, points, grouping)
+        return self._losses_from_sums(sums, self._counts(points), grouping)
 
-    def _losses_from_sums(self, sums: dict[str, torch.Tensor], points: Points, grouping: str | None) -> Losses:
-        counts = {name: points.sets[ck.set_index].count for name, ck in self.condition_kernels.items()}
+    def _counts(self, points: Points) -> dict[str, int]:
+        """condition -> the divisor of its mean: its set's points (on a shard, the whole set's; see `sample`)."""
+        return {name: points.sets[ck.set_index].count for name, ck in self.condition_kernels.items()}
+
+    def _losses_from_sums(self, sums: dict[str, torch.Tensor], counts: dict[str, int], grouping: str | None
+                          ) -> Losses:
         # sum / count rather than mean: on a shard, count is the whole set's (see `sample`)
         conditions = {name: sums[name] / counts[name] for name in sums}
         g = self.ir.grouping(grouping)
@@ -307,7 +312,8 @@ class CompiledProblem:
         trainer's).  Each set evaluates its losses with its own copy of theta (a row of a [S, p] input
         of the compiled unit), so the backward of the sum of the tasks returns one gradient per set,
         [S, p]; a task's row of G is the sum of its sets' rows.  The same arithmetic as one backward
-        pass per task, in two graph calls instead of one per set and one backward per task."""
+        pass per task, in two graph calls instead of one per set and one backward per task; the
+        means, pools and weighted sums that make the task losses are in the graph too."""
         owners = self.task_of_sets(grouping) if self._fused is not None else None
         if owners is None:
             return None
@@ -318,14 +324,13 @@ class CompiledProblem:
         shapes = [tuple(t.shape) for t in model.parameters()] + [tuple(t.shape) for t in params.values()]
         inputs = [(s.x.detach(), None if s.partner is None else s.partner.detach(), s.observed, s.face_slices)
                   for s in (points.sets[index] for index in self._by_set)]
-        out = self._fused(self, self._unit, copies, inputs, names, list(params), shapes)
-        sums = dict(zip((ck.condition for cks in self._by_set.values() for ck in cks), out))
-        losses = self._losses_from_sums(sums, points, grouping)
-        (per_set,) = torch.autograd.grad(sum(losses.task_list), [copies])  # [S, p]
-        G = per_set.new_zeros(len(losses.task_list), per_set.shape[1])  # [m, p]
-        for row, task in enumerate(owners):
-            if task >= 0:
-                G[task] += per_set[row]
+        tasks, conditions, total = self._fused(self, self._unit, copies, inputs, names, list(params), shapes,
+                                               self._counts(points), grouping)  # [m], [C], scalar
+        losses = Losses(list(tasks.unbind()), dict(zip(self.condition_kernels, conditions.unbind())),
+                        self.ir.grouping(grouping).name, stacked=tasks)
+        (per_set,) = torch.autograd.grad(total, [copies])  # [S, p]
+        rows = [[row for row, task in enumerate(owners) if task == i] for i in range(len(tasks))]
+        G = torch.stack([per_set[r[0]] if len(r) == 1 else per_set[r].sum(dim=0) for r in rows])  # [m, p]
         return losses, G
 
     # ================================================================== torch.compile
@@ -359,7 +364,7 @@ class CompiledProblem:
         # (and its limit of 8 recompiles) per code object, and many problems and sets share a process
         self._compiled = {index: torch.compile(own_code(_set_sums), mode=self.compile_mode, dynamic=False,
                                                fullgraph=True) for index in self._by_set}
-        self._fused = torch.compile(own_code(_every_set_sums), mode=self.compile_mode, dynamic=False, fullgraph=True)
+        self._fused = torch.compile(own_code(_every_set_losses), mode=self.compile_mode, dynamic=False, fullgraph=True)
         # build the derivative programs (memoised plain-Python objects) before tracing: a program built
         # during the first trace leaves a guard on the memo dict that the second call fails, and every
         # set would be compiled twice (and checked against two cache entries at every call)
@@ -507,10 +512,11 @@ class _ModelUnit(torch.nn.Module):
         return _set_sums(problem, index, self.model, x, partner, observed, face_slices, params)
 
 
-def _every_set_sums(problem: CompiledProblem, unit: _ModelUnit, copies, inputs, names, param_names, shapes
-                    ) -> tuple[torch.Tensor, ...]:
-    """Every set's per-condition sums of squares, set s with the weights and params in row s of
-    ``copies`` [S, p]: the unit `losses_and_gradients` compiles."""
+def _every_set_losses(problem: CompiledProblem, unit: _ModelUnit, copies, inputs, names, param_names, shapes,
+                      counts, grouping) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The task losses [m], the condition losses [C] (``condition_kernels`` order) and the tasks' sum, set
+    s evaluated with the weights and params in row s of ``copies`` [S, p]: the unit `losses_and_gradients`
+    compiles."""
     sums = []
     for index, row, (x, partner, observed, face_slices) in zip(problem._by_set, copies, inputs):
         pieces = [piece.view(shape) for piece, shape in zip(row.split([math.prod(t) for t in shapes]), shapes)]
@@ -518,7 +524,10 @@ def _every_set_sums(problem: CompiledProblem, unit: _ModelUnit, copies, inputs, 
         params = dict(zip(param_names, pieces[len(names):]))
         sums.extend(torch.func.functional_call(unit, weights, (problem, index, x, partner, observed, face_slices,
                                                                params)))
-    return tuple(sums)
+    losses = problem._losses_from_sums(
+        dict(zip((ck.condition for cks in problem._by_set.values() for ck in cks), sums)), counts, grouping)
+    tasks = torch.stack(losses.task_list)
+    return tasks, torch.stack([losses.conditions[name] for name in problem.condition_kernels]), tasks.sum()
 
 
 def _shard(s: PointSet, rank: int, world: int) -> tuple[PointSet, int]:
