@@ -12,6 +12,7 @@ the union of its members' points; a task is a weighted sum of those.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from dataclasses import dataclass
@@ -324,8 +325,9 @@ class CompiledProblem:
         shapes = [tuple(t.shape) for t in model.parameters()] + [tuple(t.shape) for t in params.values()]
         inputs = [(s.x.detach(), None if s.partner is None else s.partner.detach(), s.observed, s.face_slices)
                   for s in (points.sets[index] for index in self._by_set)]
-        tasks, conditions, total = self._fused(self, self._unit, copies, inputs, names, list(params), shapes,
-                                               self._counts(points), grouping)  # [m], [C], scalar
+        with _aot_cacheable():
+            tasks, conditions, total = self._fused(self, self._unit, copies, inputs, names, list(params), shapes,
+                                                   self._counts(points), grouping)  # [m], [C], scalar
         losses = Losses(list(tasks.unbind()), dict(zip(self.condition_kernels, conditions.unbind())),
                         self.ir.grouping(grouping).name, stacked=tasks)
         (per_set,) = torch.autograd.grad(total, [copies])  # [S, p]
@@ -388,7 +390,9 @@ class CompiledProblem:
         for index, cks in self._by_set.items():
             s = points.sets[index]
             partner = None if s.partner is None else s.partner.detach()
-            out = self._compiled[index](self, index, model, s.x.detach(), partner, s.observed, s.face_slices, params)
+            with _aot_cacheable():
+                out = self._compiled[index](self, index, model, s.x.detach(), partner, s.observed, s.face_slices,
+                                            params)
             sums.update(zip((ck.condition for ck in cks), out))
         return sums
 
@@ -498,6 +502,20 @@ def _set_sums(problem: CompiledProblem, index: int, model, x, partner, observed,
             r = r - problem._evaluate(ck, s, partner, partner_values, params)
         sums.append(r.square().sum())
     return tuple(sums)
+
+
+def _aot_cacheable():
+    """Let AOTAutograd's on-disk cache keep the loss graphs, which hold the compiled tanh, an
+    ``autograd.Function`` (pinnspec.forward._activations): torch leaves such graphs out by default, and
+    every new process then traces and partitions the loss graph again (measured: 1.7 s of a 6.6 s warm
+    first step, one thread).  Dynamo traces the function's forward and backward into the graph that is
+    the cache key, so a changed backward is a different key; the switch's authors verified the traced
+    function pure in its inputs (pytorch/pytorch#149751) and keep it off by default only while they
+    test it on more models.  Older torch has no such switch: nothing to do."""
+    config = torch._functorch.config
+    if not hasattr(config, "autograd_cache_allow_custom_autograd_functions"):
+        return contextlib.nullcontext()
+    return config.patch(autograd_cache_allow_custom_autograd_functions=True)
 
 
 class _ModelUnit(torch.nn.Module):

@@ -87,6 +87,22 @@ def test_a_set_that_feeds_two_tasks_takes_one_backward_pass_per_task(tmp_path):
     assert G.shape[0] == 4 and (G.norm(dim=1) > 0).all()
 
 
+def test_the_loss_graph_goes_into_aotautograds_cache():
+    """The compiled tanh is an autograd.Function, which AOTAutograd's on-disk cache leaves out unless
+    told otherwise (pinnspec.compiler._problem._aot_cacheable): the graph is looked up (a hit or a miss
+    that is then saved), never bypassed, so a new process does not trace and partition it again."""
+    from torch._dynamo.utils import counters
+
+    if not hasattr(torch._functorch.config, "autograd_cache_allow_custom_autograd_functions"):
+        pytest.skip("this torch has no switch for custom autograd.Functions in AOTAutograd's cache")
+    trainer = Trainer(_spec(TINY, compile="on", epochs=2, surgery="pcgrad"))  # PCGrad: no compiled chain
+    before = dict(counters["aot_autograd"])
+    trainer.step(0)
+    delta = {k: v - before.get(k, 0) for k, v in counters["aot_autograd"].items()}
+    assert delta.get("autograd_cache_bypass", 0) == 0, delta
+    assert delta.get("autograd_cache_hit", 0) + delta.get("autograd_cache_miss", 0) >= 1, delta
+
+
 def test_each_compiled_unit_compiles_once():
     """The derivative programs are built before tracing: no unit is compiled a second time.
     (PCGrad draws task orders, so its update chain stays eager: only the loss units compile.)"""
