@@ -27,8 +27,7 @@ report gives the high-water mark (VmHWM) and its growth over the RSS after
 setup; on CUDA also ``torch.cuda.max_memory_allocated`` over the epochs.
 tracemalloc would not see torch's CPU allocations, and a shared process would
 mix the two contenders' heaps.  "Setup" includes two steps, so a compiled
-contender has compiled all its graphs (the first, zero-rate step and the first
-diagnosed one) before the measured epochs.  With compile on, a third fresh
+contender has built its graphs before the measured epochs.  With compile on, a third fresh
 process measures what torch.compile itself adds to any process's RSS (dynamo,
 inductor, one tiny compiled function), printed with the compiled peak less it:
 an estimate of what the compiled training holds beyond the compiler.
@@ -227,9 +226,10 @@ def run(args) -> int:
     if memory and "compiler" in memory:
         footprint = memory["compiler"]["footprint"]
         setting["compiler_footprint_mib"] = round(footprint / 2**20, 1)
-        compiler_note = (f"memory: torch.compile itself (dynamo, inductor, a tiny compiled function; a fresh process) "
-                         f"adds {_mib(footprint)} MiB of RSS to any compiled process; pinnspec's epoch peak less "
-                         f"that (an estimate of the training's own): {_mib(memory['pinnspec']['peak'] - footprint)} MiB")
+        compiler_note = (f"memory: torch.compile itself (dynamo, inductor, a tiny compiled function; a fresh "
+                         f"process) adds {_mib(footprint)} MiB of RSS to any compiled process; pinnspec's epoch peak "
+                         f"less that (an estimate of the training's own): "
+                         f"{_mib(memory['pinnspec']['peak'] - footprint)} MiB")
         print(compiler_note)
     target = TARGET_COMPILED if trainer_compiled else TARGET_RATIO
     verdict = (f"target: median ratio <= {target:.2f} on CPU{' (compiled)' if trainer_compiled else ''} -> measured "
@@ -406,8 +406,8 @@ def memory_probe(config: dict) -> dict:
                                 surgery=config["surgery"], align=config["align"], device=device, seed=config["seed"],
                                 epochs=config["epochs"] + 3, engine=config.get("engine", "auto"),
                                 compile=config.get("compile", "off"))
-        # compiles (compile = on) before the measured epochs: the first step is not diagnosed (its rate is
-        # zero), the second is, and each has its own compiled update chain
+        # two steps before the measured epochs, as the timing's warm-up: a compiled contender (compile = on)
+        # has built its graphs, and the zero-rate first step is behind it
         trainer.step(0)
         trainer.step(1)
 

@@ -239,9 +239,9 @@ class Trainer:
 
     def _apply(self, lr: float, update: torch.Tensor) -> None:
         """theta <- theta - lr * p: the only place parameters change."""
+        pieces = [piece.view_as(t) for t, piece in zip(self.theta, update.split(self.numels))]
         with torch.no_grad():  # one multi-tensor kernel on a GPU, not one per tensor
-            torch._foreach_add_(self.theta, [piece.view_as(t) for t, piece in zip(self.theta, update.split(self.numels))],
-                                alpha=-lr)
+            torch._foreach_add_(self.theta, pieces, alpha=-lr)
 
     def step(self, epoch: int) -> dict:
         points = self._points_for(epoch)
