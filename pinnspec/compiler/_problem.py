@@ -321,8 +321,8 @@ class CompiledProblem:
         copies = theta.detach().unsqueeze(0).repeat(len(owners), 1).requires_grad_(True)  # [S, p]
         if self._unit is None or self._unit.model is not model:
             self._unit = _ModelUnit(model)
-        names = [name for name, _ in model.named_parameters()]
-        shapes = [tuple(t.shape) for t in model.parameters()] + [tuple(t.shape) for t in params.values()]
+        names = self._unit.names
+        shapes = self._unit.shapes + [tuple(t.shape) for t in params.values()]
         inputs = [(s.x.detach(), None if s.partner is None else s.partner.detach(), s.observed, s.face_slices)
                   for s in (points.sets[index] for index in self._by_set)]
         with _aot_cacheable():
@@ -525,6 +525,9 @@ class _ModelUnit(torch.nn.Module):
     def __init__(self, model):
         super().__init__()
         self.model = model
+        # the weights' names and shapes, read once (not walked through the modules at every step)
+        self.names = [name for name, _ in model.named_parameters()]
+        self.shapes = [tuple(t.shape) for t in model.parameters()]
 
     def forward(self, problem, index, x, partner, observed, face_slices, params):
         return _set_sums(problem, index, self.model, x, partner, observed, face_slices, params)
