@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import types
+
+import torch
 
 _copies = itertools.count()
 
@@ -16,3 +19,28 @@ def own_code(fn):
     sharing one cache and running eagerly once it is full."""
     code = fn.__code__.replace(co_name=f"{fn.__name__}_{next(_copies)}")
     return types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+
+
+def aot_cacheable():
+    """Let AOTAutograd's on-disk cache keep the loss graphs, which hold the compiled tanh, an
+    ``autograd.Function`` (pinnspec.forward._activations): torch leaves such graphs out by default, and
+    every new process then traces and partitions the loss graph again (measured: 1.7 s of a 6.6 s warm
+    first step, one thread).  Dynamo traces the function's forward and backward into the graph that is
+    the cache key, so a changed backward is a different key; the switch's authors verified the traced
+    function pure in its inputs (pytorch/pytorch#149751) and keep it off by default only while they
+    test it on more models.  Older torch has no such switch: nothing to do."""
+    config = torch._functorch.config
+    if not hasattr(config, "autograd_cache_allow_custom_autograd_functions"):
+        return contextlib.nullcontext()
+    return config.patch(autograd_cache_allow_custom_autograd_functions=True)
+
+
+def symbolic(sources: str):
+    """While tracing, treat these inputs (torch.compile source names, comma-separated) as symbolic and
+    everything else as static: e.g. a step count that changes every call, beside tensors whose shapes
+    never do.  A torch without ``dynamic_sources`` makes such an int symbolic at its first change instead
+    (automatic dynamic shapes): one recompile, then the same graph."""
+    config = getattr(torch.compiler, "config", None)
+    if config is None or not hasattr(config, "dynamic_sources"):
+        return contextlib.nullcontext()
+    return config.patch(dynamic_sources=sources)

@@ -12,7 +12,6 @@ the union of its members' points; a task is a weighted sum of those.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ import numpy as np
 import torch
 
 from .. import ir
-from .._compiling import own_code
+from .._compiling import aot_cacheable, own_code
 from ..forward import forward_values
 from ..registry import REFERENCES, UnknownNameError
 from ..sampling import PointPlan, PointSet, box_points, grid_points, read_columns
@@ -106,8 +105,8 @@ class CompiledProblem:
         self.compile = p.training.options.get("compile", "off")
         self._notified = False
         self._compiled = None  # set index -> its torch.compile'd loss unit, once `compile_losses` enabled them
-        self._fused = None  # every set's losses as one compiled unit (see `losses_and_gradients`)
-        self._unit = None  # the model that unit calls, as a _ModelUnit
+        self._fused = None  # `FusedGradients` compiled (see `losses_and_gradients`)
+        self._fused_gradients: dict[str | None, FusedGradients] = {}  # grouping -> the last one built
         self._owners: dict[str | None, tuple[int, ...] | None] = {}  # grouping -> `task_of_sets`
         self.compile_mode: str | None = None
 
@@ -303,37 +302,33 @@ class CompiledProblem:
             self._owners[grouping] = tuple(owner.get(index, -1) for index in self._by_set) if split else None
         return self._owners[grouping]
 
-    def losses_and_gradients(self, model, points: Points, params: dict[str, torch.Tensor], grouping: str | None,
-                             theta: torch.Tensor) -> tuple[Losses, torch.Tensor] | None:
-        """The losses and G [m, p] by ONE compiled forward over every point set and ONE backward pass;
-        None where that does not apply (the losses are not compiled, or a set feeds two tasks): then
-        `losses` and `loss_gradients` (one backward pass per task) give the same.
-
-        ``theta`` [p]: the model's parameters then ``params``' values, flattened in that order (the
-        trainer's).  Each set evaluates its losses with its own copy of theta (a row of a [S, p] input
-        of the compiled unit), so the backward of the sum of the tasks returns one gradient per set,
-        [S, p]; a task's row of G is the sum of its sets' rows.  The same arithmetic as one backward
-        pass per task, in two graph calls instead of one per set and one backward per task; the
-        means, pools and weighted sums that make the task losses are in the graph too."""
-        owners = self.task_of_sets(grouping) if self._fused is not None else None
+    def fused_gradients(self, model, params: dict[str, torch.Tensor], grouping: str | None
+                        ) -> "FusedGradients | None":
+        """The losses and G [m, p] of ``grouping`` by ONE pass over every point set, as a pure function
+        of (theta, the points) that torch.compile takes whole: the unit `losses_and_gradients` compiles
+        and the trainer's one-graph step calls.  None where it does not apply: a set feeds two tasks
+        (`task_of_sets`), so its gradient does not split by task."""
+        owners = self.task_of_sets(grouping)
         if owners is None:
             return None
-        copies = theta.detach().unsqueeze(0).repeat(len(owners), 1).requires_grad_(True)  # [S, p]
-        if self._unit is None or self._unit.model is not model:
-            self._unit = _ModelUnit(model)
-        names = self._unit.names
-        shapes = self._unit.shapes + [tuple(t.shape) for t in params.values()]
-        inputs = [(s.x.detach(), None if s.partner is None else s.partner.detach(), s.observed, s.face_slices)
-                  for s in (points.sets[index] for index in self._by_set)]
-        with _aot_cacheable():
-            tasks, conditions, total = self._fused(self, self._unit, copies, inputs, names, list(params), shapes,
-                                                   self._counts(points), grouping)  # [m], [C], scalar
-        losses = Losses(list(tasks.unbind()), dict(zip(self.condition_kernels, conditions.unbind())),
-                        self.ir.grouping(grouping).name, stacked=tasks)
-        (per_set,) = torch.autograd.grad(total, [copies])  # [S, p]
-        rows = [[row for row, task in enumerate(owners) if task == i] for i in range(len(tasks))]
-        G = torch.stack([per_set[r[0]] if len(r) == 1 else per_set[r].sum(dim=0) for r in rows])  # [m, p]
-        return losses, G
+        fused = self._fused_gradients.get(grouping)
+        if fused is None or fused.unit.model is not model or fused.param_names != list(params):
+            fused = self._fused_gradients[grouping] = FusedGradients(self, model, params, grouping, owners)
+        return fused
+
+    def losses_and_gradients(self, model, points: Points, params: dict[str, torch.Tensor], grouping: str | None,
+                             theta: torch.Tensor) -> tuple[Losses, torch.Tensor] | None:
+        """The losses and G [m, p] by one compiled graph (`FusedGradients`); None where that does not apply
+        (the losses are not compiled, or a set feeds two tasks): then `losses` and `loss_gradients` (one
+        backward pass per task) give the same.  ``theta`` [p]: the model's parameters then ``params``'
+        values, flattened in that order (the trainer's)."""
+        fused = self.fused_gradients(model, params, grouping) if self._fused is not None else None
+        if fused is None:
+            return None
+        inputs, counts = fused.inputs(points)
+        with aot_cacheable():
+            tasks, conditions, G = self._fused(fused, theta.detach(), inputs, counts)  # [m], [C], [m, p]
+        return fused.losses(tasks, conditions), G
 
     # ================================================================== torch.compile
     def compile_losses(self, model, *, device: torch.device | str = "cpu", optimizer_needs_hessian: bool = False
@@ -366,7 +361,8 @@ class CompiledProblem:
         # (and its limit of 8 recompiles) per code object, and many problems and sets share a process
         self._compiled = {index: torch.compile(own_code(_set_sums), mode=self.compile_mode, dynamic=False,
                                                fullgraph=True) for index in self._by_set}
-        self._fused = torch.compile(own_code(_every_set_losses), mode=self.compile_mode, dynamic=False, fullgraph=True)
+        self._fused = torch.compile(own_code(FusedGradients.__call__), mode=self.compile_mode, dynamic=False,
+                                    fullgraph=True)
         # build the derivative programs (memoised plain-Python objects) before tracing: a program built
         # during the first trace leaves a guard on the memo dict that the second call fails, and every
         # set would be compiled twice (and checked against two cache entries at every call)
@@ -390,7 +386,7 @@ class CompiledProblem:
         for index, cks in self._by_set.items():
             s = points.sets[index]
             partner = None if s.partner is None else s.partner.detach()
-            with _aot_cacheable():
+            with aot_cacheable():
                 out = self._compiled[index](self, index, model, s.x.detach(), partner, s.observed, s.face_slices,
                                             params)
             sums.update(zip((ck.condition for ck in cks), out))
@@ -504,20 +500,6 @@ def _set_sums(problem: CompiledProblem, index: int, model, x, partner, observed,
     return tuple(sums)
 
 
-def _aot_cacheable():
-    """Let AOTAutograd's on-disk cache keep the loss graphs, which hold the compiled tanh, an
-    ``autograd.Function`` (pinnspec.forward._activations): torch leaves such graphs out by default, and
-    every new process then traces and partitions the loss graph again (measured: 1.7 s of a 6.6 s warm
-    first step, one thread).  Dynamo traces the function's forward and backward into the graph that is
-    the cache key, so a changed backward is a different key; the switch's authors verified the traced
-    function pure in its inputs (pytorch/pytorch#149751) and keep it off by default only while they
-    test it on more models.  Older torch has no such switch: nothing to do."""
-    config = torch._functorch.config
-    if not hasattr(config, "autograd_cache_allow_custom_autograd_functions"):
-        return contextlib.nullcontext()
-    return config.patch(autograd_cache_allow_custom_autograd_functions=True)
-
-
 class _ModelUnit(torch.nn.Module):
     """The model as the one submodule of a module whose call is one set's `_set_sums`: what
     `torch.func.functional_call` runs with a set's own copy of the weights."""
@@ -533,22 +515,67 @@ class _ModelUnit(torch.nn.Module):
         return _set_sums(problem, index, self.model, x, partner, observed, face_slices, params)
 
 
-def _every_set_losses(problem: CompiledProblem, unit: _ModelUnit, copies, inputs, names, param_names, shapes,
-                      counts, grouping) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The task losses [m], the condition losses [C] (``condition_kernels`` order) and the tasks' sum, set
-    s evaluated with the weights and params in row s of ``copies`` [S, p]: the unit `losses_and_gradients`
-    compiles."""
-    sums = []
-    for index, row, (x, partner, observed, face_slices) in zip(problem._by_set, copies, inputs):
-        pieces = [piece.view(shape) for piece, shape in zip(row.split([math.prod(t) for t in shapes]), shapes)]
-        weights = {"model." + name: piece for name, piece in zip(names, pieces)}
-        params = dict(zip(param_names, pieces[len(names):]))
-        sums.extend(torch.func.functional_call(unit, weights, (problem, index, x, partner, observed, face_slices,
-                                                               params)))
-    losses = problem._losses_from_sums(
-        dict(zip((ck.condition for cks in problem._by_set.values() for ck in cks), sums)), counts, grouping)
-    tasks = torch.stack(losses.task_list)
-    return tasks, torch.stack([losses.conditions[name] for name in problem.condition_kernels]), tasks.sum()
+class FusedGradients:
+    """The task losses [m], the condition losses [C] (``condition_kernels`` order) and G [m, p] of one
+    grouping, by one pass over every point set: a pure function of theta and the points.
+
+    Set s evaluates its losses with its own copy of theta (row s of a [S, p] expansion of theta, through
+    `torch.func.functional_call`), so the gradient of the tasks' sum with respect to the copies is one
+    gradient per set, [S, p], and a task's row of G is the sum of its sets' rows (each set feeds one task:
+    `CompiledProblem.task_of_sets`).  The means, pools and weighted sums that make the task losses are
+    inside; `torch.func.grad` makes the gradient part of the same function, so that torch.compile makes
+    losses and G one graph with no autograd engine between them (and the trainer's step adds the update
+    chain to that graph)."""
+
+    def __init__(self, problem: CompiledProblem, model, params: dict[str, torch.Tensor], grouping: str | None,
+                 owners: tuple[int, ...]):
+        self.problem = problem
+        self.unit = _ModelUnit(model)
+        self.grouping = grouping
+        self.param_names = list(params)
+        shapes = self.unit.shapes + [tuple(t.shape) for t in params.values()]
+        self.shapes = shapes
+        self.sizes = [math.prod(shape) for shape in shapes]
+        m = len(problem.ir.grouping(grouping).tasks)
+        #: per task, the sets (rows of the [S, p] per-set gradients) whose gradients add up to its row of G
+        self.rows = [[row for row, task in enumerate(owners) if task == i] for i in range(m)]
+
+    def inputs(self, points: Points) -> tuple[list[tuple], dict[str, int]]:
+        """The per-set arguments (points detached: nothing differentiates with respect to them) and the
+        divisors of the means."""
+        sets = (points.sets[index] for index in self.problem._by_set)
+        inputs = [(s.x.detach(), None if s.partner is None else s.partner.detach(), s.observed, s.face_slices)
+                  for s in sets]
+        return inputs, self.problem._counts(points)
+
+    def losses(self, tasks: torch.Tensor, conditions: torch.Tensor) -> Losses:
+        return Losses(list(tasks.unbind()), dict(zip(self.problem.condition_kernels, conditions.unbind())),
+                      self.problem.ir.grouping(self.grouping).name, stacked=tasks)
+
+    def __call__(self, theta: torch.Tensor, inputs: list[tuple], counts: dict[str, int]
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        copies = theta.unsqueeze(0).expand(len(inputs), -1)  # [S, p]
+        per_set, (tasks, conditions) = torch.func.grad(self._every_set_losses, has_aux=True)(
+            copies, inputs, counts)  # [S, p], ([m], [C])
+        G = torch.stack([per_set[r[0]] if len(r) == 1 else per_set[r].sum(dim=0) for r in self.rows])  # [m, p]
+        return tasks, conditions, G
+
+    def _every_set_losses(self, copies, inputs, counts):
+        """(the tasks' sum, (tasks [m], conditions [C])), set s evaluated with row s of ``copies``."""
+        problem, names = self.problem, self.unit.names
+        sums = []
+        for index, row, (x, partner, observed, face_slices) in zip(problem._by_set, copies, inputs):
+            pieces = [piece.view(shape) for piece, shape in zip(row.split(self.sizes), self.shapes)]
+            weights = {"model." + name: piece for name, piece in zip(names, pieces)}
+            params = dict(zip(self.param_names, pieces[len(names):]))
+            sums.extend(torch.func.functional_call(self.unit, weights, (problem, index, x, partner, observed,
+                                                                        face_slices, params)))
+        losses = problem._losses_from_sums(
+            dict(zip((ck.condition for cks in problem._by_set.values() for ck in cks), sums)), counts,
+            self.grouping)
+        tasks = torch.stack(losses.task_list)  # [m]
+        conditions = torch.stack([losses.conditions[name] for name in problem.condition_kernels])  # [C]
+        return tasks.sum(), (tasks.detach(), conditions.detach())
 
 
 def _shard(s: PointSet, rank: int, world: int) -> tuple[PointSet, int]:

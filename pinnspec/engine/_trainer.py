@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from .. import __version__
-from .._compiling import own_code
+from .._compiling import aot_cacheable, own_code, symbolic
 from .._malloc import tune_allocator
 from .._rss import read_status, reset_peak
 from .. import models, optim, surgery  # noqa: F401  (register the built-in names)
@@ -47,6 +47,9 @@ from . import _schedule  # noqa: F401  (registers the schedules)
 from ._gradients import loss_gradients
 
 EVAL_BATCH = 65_536
+#: the step counts of the surgery and optimizer states: ints that change every step, symbolic in the one-graph
+#: step (torch.compile's ``dynamic_sources``; the frame's argument names) while every tensor shape stays static
+STEP_COUNTS = "L['surgery_state'].step,L['optimizer_state'].step"
 
 
 @dataclass
@@ -175,9 +178,19 @@ class Trainer:
         #: trace into one graph; dynamic: the optimizer's step count is an int that changes every step, and
         #: one graph serves every step (also after a resume)
         self._update_compiled = None
+        #: the whole step but sampling and apply (losses, G, update chain, checks) as ONE compiled graph, where
+        #: the chain compiles, every point set feeds one task and G needs no all-reduce between the losses and
+        #: the chain; not with CUDA graphs (``graphs`` on CUDA): the step counts are ints that change every step
+        self._step_compiled = None
         if self.problem.compile_mode is not None and type(self.surgery).compiles and type(self.optimizer).compiles:
             update = types.MethodType(own_code(Trainer._update), self)  # a cache of its own (see own_code)
             self._update_compiled = torch.compile(update, fullgraph=True, dynamic=True)
+            if (self.problem.compile_mode == "default" and not distributed
+                    and self.problem.task_of_sets(self.grouping.name) is not None):
+                # static shapes (the point sets' sizes are fixed: faster kernels than dynamic ones), but the
+                # step counts symbolic (STEP_COUNTS): one graph for every step
+                whole = types.MethodType(own_code(Trainer._losses_gradients_and_update), self)
+                self._step_compiled = torch.compile(whole, fullgraph=True, dynamic=None)
             # a deprecation inside torch's own lowering, printed once per compile: not the user's to act on
             warnings.filterwarnings("ignore", message=r"`torch\._prims_common\.check` is deprecated",
                                     category=FutureWarning)
@@ -247,23 +260,17 @@ class Trainer:
         points = self._points_for(epoch)
         hessian_due = self.optimizer.hessian_due(self.optimizer_state)
         theta = self._theta_flat()  # [p]
-        try:
-            losses, G = self._losses_and_gradients(points, hessian_due, theta)
-        except torch._dynamo.exc.TorchDynamoException as err:
-            if self.problem.compile_mode is None:
-                raise
-            # no working compiler (a laptop without a C++ toolchain), or a graph inductor rejects: the
-            # eager losses from here on, the same values
-            if self.rank == 0:
-                reason = str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
-                print(f"pinnspec: compile = {self.problem.compile}: the losses do not compile ({reason}); "
-                      "training eagerly", file=sys.stderr)
-            self.problem.stop_compiling()
-            self._update_compiled = None  # it would meet the same compiler
-            losses, G = self._losses_and_gradients(points, hessian_due, theta)
-        # the losses and G are queued on the device: on a GPU the host draws the next points while it works
-        # (here rather than before the fetch below: ConFIG's pseudo-inverse for m >= 3 waits for the device)
-        self._draw_ahead(epoch)
+        lr = float(self.schedule(epoch, self.epochs, self.optimizer.lr))
+        diagnosed = lr > 0  # the zero-rate warmup step is not a diagnosed step
+        whole = None if hessian_due else self._run_one_graph_step(points, theta)
+        if whole is not None:
+            losses, G, (p, surgery_state, optimizer_state, checks) = whole
+            self._draw_ahead(epoch)  # the whole step is queued: on a GPU the host samples while it runs
+        else:
+            losses, G = self._compiled_or_eager_losses(points, hessian_due, theta)
+            # the losses and G are queued on the device: on a GPU the host draws the next points while it
+            # works (here rather than before the fetch below: ConFIG's pseudo-inverse for m >= 3 waits)
+            self._draw_ahead(epoch)
         hessian = None
         if hessian_due:  # the same probes on every rank: the sum of the estimates is the whole loss's
             hessian = hutchinson_diagonal(sum(losses.task_list), self.theta, generator=self.chain_generator)
@@ -275,10 +282,9 @@ class Trainer:
             for tensor in (G, logged) + ((hessian,) if hessian is not None else ()):
                 dist.all_reduce(tensor)
         tasks = logged[: self.grouping.m]  # [m]
-        lr = float(self.schedule(epoch, self.epochs, self.optimizer.lr))
-        diagnosed = lr > 0  # the zero-rate warmup step is not a diagnosed step
-        p, surgery_state, optimizer_state, checks = self._run_update(
-            G, theta, hessian, self.surgery_state, self.optimizer_state, diagnosed)
+        if whole is None:
+            p, surgery_state, optimizer_state, checks = self._run_update(
+                G, theta, hessian, self.surgery_state, self.optimizer_state, diagnosed)
         # everything the host needs from this step, fetched in ONE synchronisation:
         # [finite tasks, loss, tasks and conditions, finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u))]
         pieces = [torch.isfinite(tasks).all().reshape(1), tasks.sum().reshape(1), logged, checks]
@@ -311,10 +317,53 @@ class Trainer:
                 row["cos_pu"] = next(scalars)
         return row
 
+    def _compiled_or_eager_losses(self, points, hessian_due: bool, theta: torch.Tensor):
+        """`_losses_and_gradients`; where the compiled losses fail (no working compiler on a laptop
+        without a C++ toolchain, or a graph inductor rejects), a one-line notice and the eager losses
+        from then on: the same values."""
+        try:
+            return self._losses_and_gradients(points, hessian_due, theta)
+        except torch._dynamo.exc.TorchDynamoException as err:
+            if self.problem.compile_mode is None:
+                raise
+            self._notice(f"the losses do not compile ({_reason(err)}); training eagerly")
+            self.problem.stop_compiling()
+            self._update_compiled = self._step_compiled = None  # they would meet the same compiler
+            return self._losses_and_gradients(points, hessian_due, theta)
+
+    def _run_one_graph_step(self, points, theta: torch.Tensor):
+        """(losses, G, the chain's (p, states, checks)) by the one-graph step, or None where it does not
+        run; where it does not compile, a one-line notice and the losses and the chain compiled apart
+        from then on (each with its own fallback)."""
+        if self._step_compiled is None:
+            return None
+        fused = self.problem.fused_gradients(self.model, self.params, self.grouping.name)
+        inputs, counts = fused.inputs(points)
+        try:
+            with aot_cacheable(), symbolic(STEP_COUNTS):
+                tasks, conditions, G, update = self._step_compiled(
+                    fused, theta, inputs, counts, self.surgery_state, self.optimizer_state)
+        except torch._dynamo.exc.TorchDynamoException as err:
+            self._step_compiled = None
+            self._notice(f"the step does not compile as one graph ({_reason(err)}); the losses and the "
+                         "update chain compile apart")
+            return None
+        return fused.losses(tasks, conditions), G, update
+
+    def _losses_gradients_and_update(self, fused, theta, inputs, counts, surgery_state, optimizer_state):
+        """The one-graph step: (tasks [m], conditions [C], G [m, p], ``_update``'s (p, states, checks)), a
+        pure function of its arguments (compiled, `_step_compiled`)."""
+        tasks, conditions, G = fused(theta, inputs, counts)
+        return tasks, conditions, G, self._update(G, theta, None, surgery_state, optimizer_state, True)
+
+    def _notice(self, text: str) -> None:
+        if self.rank == 0:
+            print(f"pinnspec: compile = {self.problem.compile}: {text}", file=sys.stderr)
+
     def _losses_and_gradients(self, points, hessian_due: bool, theta: torch.Tensor):
         """The m task losses and G [m, p] (the compiled losses unless a Hessian estimate is due:
         it needs double backward, which a compiled graph does not support).  Compiled, and where each
-        point set feeds one task, by one forward and one backward pass over every set."""
+        point set feeds one task, losses and G by one graph (`CompiledProblem.losses_and_gradients`)."""
         if not hessian_due:
             fused = self.problem.losses_and_gradients(self.model, points, self.params, self.grouping.name, theta)
             if fused is not None:
@@ -348,11 +397,9 @@ class Trainer:
                 return self._update_compiled(G, theta, hessian, surgery_state, optimizer_state, True)
             except torch._dynamo.exc.TorchDynamoException as err:
                 self._update_compiled = None
-                if self.rank == 0:
-                    t = self.spec.ir.training
-                    print(f"pinnspec: compile = {self.problem.compile}: the update chain ({t.surgery}, "
-                          f"{t.optimizer}, {t.align}) does not compile ({type(err).__name__}); it runs eagerly",
-                          file=sys.stderr)
+                t = self.spec.ir.training
+                self._notice(f"the update chain ({t.surgery}, {t.optimizer}, {t.align}) does not compile "
+                             f"({type(err).__name__}); it runs eagerly")
         return self._update(G, theta, hessian, surgery_state, optimizer_state, diagnosed, self.chain_generator)
 
     def _divergence_message(self, epoch, losses, G, p) -> str:
@@ -551,6 +598,12 @@ class Trainer:
 
     def _save_checkpoint(self) -> None:
         files.save_torch(os.path.join(self.out, "checkpoint.pt"), self.state_dict())
+
+
+def _reason(err: Exception) -> str:
+    """The first line of a compiler error, for a one-line notice."""
+    text = str(err).strip()
+    return text.splitlines()[0][:200] if text else type(err).__name__
 
 
 def _to_device(tree, device: torch.device):
