@@ -22,10 +22,11 @@ def own_code(fn):
 
 
 def aot_cacheable():
-    """Let AOTAutograd's on-disk cache keep the loss graphs, which hold the compiled tanh, an
-    ``autograd.Function`` (pinnspec.forward._activations): torch leaves such graphs out by default, and
-    every new process then traces and partitions the loss graph again (measured: 1.7 s of a 6.6 s warm
-    first step, one thread).  Dynamo traces the function's forward and backward into the graph that is
+    """Let AOTAutograd's on-disk cache keep the graphs that hold the compiled tanh, an
+    ``autograd.Function`` (pinnspec.forward._activations): the losses, alone or in the trainer's one-graph
+    step.  torch leaves such graphs out by default, and every new process then traces and partitions
+    them again (measured, Burgers at N_f = 10k, one thread, warm caches: the one-graph step's first call
+    4.7 s with the switch, 6.9 s without).  Dynamo traces the function's forward and backward into the graph that is
     the cache key, so a changed backward is a different key; the switch's authors verified the traced
     function pure in its inputs (pytorch/pytorch#149751) and keep it off by default only while they
     test it on more models.  Older torch has no such switch: nothing to do."""

@@ -71,7 +71,8 @@ def build_parser() -> Parser:
     p.add_argument("--engine", choices=["auto", "autograd", "forward"], default="auto",
                    help="pinnspec's derivative engine (train engine = ...; default auto)")
     p.add_argument("--compile", choices=["off", "on", "graphs"], default="off",
-                   help="torch.compile pinnspec's losses (train compile = ...; needs the forward engine; "
+                   help="torch.compile pinnspec's step: losses, G and the update chain (train compile = ...; "
+                        "needs the forward engine; "
                         "graphs: also CUDA graphs on CUDA; default off). The compile time is reported, not timed")
     p.add_argument("--memory-epochs", type=int, default=3, metavar="N",
                    help="epochs per memory subprocess (default 3; 0 skips the memory measurement)")

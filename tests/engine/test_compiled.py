@@ -142,15 +142,18 @@ def test_a_set_that_feeds_two_tasks_takes_one_backward_pass_per_task(tmp_path):
     assert G.shape[0] == 4 and (G.norm(dim=1) > 0).all()
 
 
-def test_the_loss_graph_goes_into_aotautograds_cache():
+@pytest.mark.parametrize("surgery", ["pcgrad", "config"])
+def test_the_compiled_graphs_go_into_aotautograds_cache(surgery):
     """The compiled tanh is an autograd.Function, which AOTAutograd's on-disk cache leaves out unless
     told otherwise (pinnspec._compiling.aot_cacheable): the graph is looked up (a hit or a miss
-    that is then saved), never bypassed, so a new process does not trace and partition it again."""
+    that is then saved), never bypassed, so a new process does not trace and partition it again.
+    PCGrad: the loss graph alone (its chain stays eager); ConFIG: the one-graph step."""
     from torch._dynamo.utils import counters
 
     if not hasattr(torch._functorch.config, "autograd_cache_allow_custom_autograd_functions"):
         pytest.skip("this torch has no switch for custom autograd.Functions in AOTAutograd's cache")
-    trainer = Trainer(_spec(TINY, compile="on", epochs=2, surgery="pcgrad"))  # PCGrad: no compiled chain
+    trainer = Trainer(_spec(TINY, compile="on", epochs=2, surgery=surgery))
+    assert (trainer._step_compiled is not None) == (surgery == "config")
     before = dict(counters["aot_autograd"])
     trainer.step(0)
     delta = {k: v - before.get(k, 0) for k, v in counters["aot_autograd"].items()}
