@@ -533,9 +533,8 @@ class FusedGradients:
         self.unit = _ModelUnit(model)
         self.grouping = grouping
         self.param_names = list(params)
-        shapes = self.unit.shapes + [tuple(t.shape) for t in params.values()]
-        self.shapes = shapes
-        self.sizes = [math.prod(shape) for shape in shapes]
+        self.shapes = self.unit.shapes + [tuple(t.shape) for t in params.values()]
+        self.sizes = [math.prod(shape) for shape in self.shapes]
         m = len(problem.ir.grouping(grouping).tasks)
         #: per task, the sets (rows of the [S, p] per-set gradients) whose gradients add up to its row of G
         self.rows = [[row for row, task in enumerate(owners) if task == i] for i in range(m)]

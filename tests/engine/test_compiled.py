@@ -50,6 +50,24 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
     torch.testing.assert_close(compiled_G, eager_G, rtol=1e-8, atol=1e-12)
 
 
+@pytest.mark.parametrize("path, grouping", [(ROOT / "specs" / "burgers.pinn", "two"),
+                                            (ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn", "three")])
+def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path, grouping):
+    """`FusedGradients` run eagerly (torch.func.grad over per-set copies of theta): the losses and G of
+    m separate backward passes.  Burgers ``two`` pools two sets into one task (a row of G is the sum of
+    two sets' rows); inverse_heat has a trainable param and observed data."""
+    trainer = Trainer(_spec(path, grouping=grouping, model="mlp(width = 8, depth = 2)"))
+    points = trainer._points_for(0)
+    fused = trainer.problem.fused_gradients(trainer.model, trainer.params, grouping)
+    tasks, conditions, G = fused(trainer._theta_flat(), *fused.inputs(points))
+    eager_losses, eager_G = _eager_losses_and_gradients(trainer)
+    torch.testing.assert_close(tasks, eager_losses.tasks.detach(), rtol=1e-12, atol=1e-15)
+    for name, value in fused.losses(tasks, conditions).conditions.items():
+        torch.testing.assert_close(value, eager_losses.conditions[name].detach(), rtol=1e-12, atol=1e-15)
+    torch.testing.assert_close(G, eager_G, rtol=1e-10, atol=1e-14)
+    assert (G.norm(dim=1) > 0).all() and G.shape == (trainer.grouping.m, sum(trainer.numels))
+
+
 def test_a_compiled_run_follows_the_eager_run():
     eager = Trainer(_spec(TINY, epochs=8))
     compiled = Trainer(_spec(TINY, epochs=8, compile="on"))
