@@ -103,6 +103,16 @@ def build_hand(*, points: int, grouping: str, device: torch.device, seed: int) -
     return HandWrittenBurgers(points, N_B, N_I, grouping=grouping, seed=seed, device=device)
 
 
+def compiled_parts(trainer) -> str:
+    """What of pinnspec's step runs compiled (docs/training.md, "What one epoch does")."""
+    if trainer._step_compiled is not None:
+        return "one graph (losses, G, update chain)"
+    if trainer.problem.compile_mode is None:
+        return "nothing (the losses fell back to eager)"
+    chain = "the update chain" if trainer._update_compiled is not None else "not the update chain (eager)"
+    return f"the losses and G, and apart from them {chain}"
+
+
 def same_problem(trainer, hand: HandWrittenBurgers) -> tuple[bool, float, float]:
     """Both at their initial weights, on pinnspec's epoch-0 points: (same weights?, max relative loss
     difference, max weight difference).  Checks that the baseline solves the same problem."""
@@ -158,8 +168,9 @@ def run(args) -> int:
     trainer.step(epoch)  # the first step compiles (compile = on)
     setting["first_step_s"] = round(clock(device) - started, 3)
     if trainer.problem.compile_mode:
-        print(f"  first step (torch.compile, mode {trainer.problem.compile_mode}): {setting['first_step_s']:.1f} s",
-              flush=True)
+        setting["compiled"] = compiled_parts(trainer)  # after the first step: a fallback shows here
+        print(f"  first step (torch.compile, mode {trainer.problem.compile_mode}): {setting['first_step_s']:.1f} s; "
+              f"compiled: {setting['compiled']}", flush=True)
     hand.step()
     epoch += 1
     for _ in range(args.warmup):

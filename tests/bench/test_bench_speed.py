@@ -127,3 +127,19 @@ def test_torch_profile_counts_the_matrix_products():
     assert 0 < products < total  # the tanh and the sum are not products
     text = _speed.products_bound((table, products, total), ("", 1.0, 4 * products), 4 * products)
     assert "pinnspec's products alone are 0.250 of the unprofiled hand-written epoch" in text
+
+
+def test_the_report_says_what_of_the_step_is_compiled():
+    """Built, not run (nothing compiles before the first step)."""
+    def parts(surgery=None):
+        trainer = _speed.build_trainer(find_spec(), points=64, grouping="three", surgery=surgery, align=None,
+                                       device=CPU, seed=0, epochs=2, engine="forward", compile="on")
+        return trainer, _speed.compiled_parts(trainer)
+
+    assert parts()[1] == "one graph (losses, G, update chain)"
+    assert parts("pcgrad")[1] == "the losses and G, and apart from them not the update chain (eager)"
+    trainer, _ = parts()
+    trainer._step_compiled = None
+    assert _speed.compiled_parts(trainer) == "the losses and G, and apart from them the update chain"
+    trainer.problem.stop_compiling()
+    assert _speed.compiled_parts(trainer) == "nothing (the losses fell back to eager)"
