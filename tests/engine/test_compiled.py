@@ -295,3 +295,29 @@ def test_compile_fallbacks_print_one_line_saying_why(settings, notice, capsys):
 def test_compile_is_off_by_default():
     trainer = Trainer(_spec(TINY, epochs=1))
     assert trainer.problem.compile == "off" and trainer.problem.compile_mode is None
+
+
+def test_a_compiled_run_resumes_bit_for_bit(tmp_path):
+    """Stopped after epoch 4 (as by Ctrl-C) and resumed in a new trainer, whose one-graph step compiles
+    afresh: the same weights and errors as the uninterrupted compiled run, bit for bit."""
+    from pinnspec.engine import load_run
+
+    whole = Trainer(_spec(TINY, epochs=8, compile="on"), out=str(tmp_path / "whole"))
+    whole.run()
+    first = Trainer(_spec(TINY, epochs=8, compile="on", checkpoint_every=5), out=str(tmp_path / "split"))
+    step = first.step
+
+    def interrupted_after_five(epoch):
+        row = step(epoch)
+        first._stop_requested = epoch == 4
+        return row
+
+    first.step = interrupted_after_five
+    assert first.run().status == "interrupted" and first.epoch == 5
+    resumed = load_run(str(tmp_path / "split"))
+    assert resumed.epoch == 5 and resumed._step_compiled is not None
+    result = resumed.run()
+    assert result.epochs_done == 8 and resumed._step_compiled is not None
+    assert result.rel_l2 == whole.result().rel_l2
+    assert all(torch.equal(a, b) for a, b in zip(whole.theta, resumed.theta))
+    assert resumed.history == whole.history
