@@ -321,3 +321,25 @@ def test_a_compiled_run_resumes_bit_for_bit(tmp_path):
     assert result.rel_l2 == whole.result().rel_l2
     assert all(torch.equal(a, b) for a, b in zip(whole.theta, resumed.theta))
     assert resumed.history == whole.history
+
+
+def test_a_compiled_run_that_diverges_names_the_loss_and_keeps_the_checkpoint(tmp_path):
+    """The one-graph step's divergence: the host's one fetch finds the non-finite task, the message names
+    it and the epoch, theta keeps its last finite values, the checkpoint its last good epoch."""
+    trainer = Trainer(_spec(TINY, epochs=12, compile="on", checkpoint_every=5), out=str(tmp_path))
+    assert trainer._step_compiled is not None
+    sample = trainer._sample
+    walls = trainer.problem.point_plan.set_index("walls")
+
+    def poisoned(epoch):  # a NaN point on the walls from epoch 7 on
+        points = sample(epoch)
+        if epoch >= 7:
+            points.sets[walls].x.data[0, 0] = float("nan")
+        return points
+
+    trainer._sample = poisoned
+    result = trainer.run()
+    assert result.status == "diverged" and trainer._step_compiled is not None
+    assert result.message.startswith("training diverged at epoch 7: the loss of task 1 'B' (condition walls)")
+    assert all(torch.isfinite(t).all() for t in trainer.theta)
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=False)["epoch"] == 5
