@@ -27,7 +27,7 @@ import sys
 import time
 import types
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -180,17 +180,21 @@ class Trainer:
         self._update_compiled = None
         #: the whole step but sampling and apply (losses, G, update chain, checks) as ONE compiled graph, where
         #: the chain compiles, every point set feeds one task and G needs no all-reduce between the losses and
-        #: the chain; not with CUDA graphs (``graphs`` on CUDA): the step counts are ints that change every step
+        #: the chain (`_compile_step`)
         self._step_compiled = None
+        self._steps_on_device = False  # the one-graph step's step counts as device tensors (CUDA graphs)
+        self._device_steps: dict[str, torch.Tensor] | None = None  # state name -> its step count, on the device
         if self.problem.compile_mode is not None and type(self.surgery).compiles and type(self.optimizer).compiles:
             update = types.MethodType(own_code(Trainer._update), self)  # a cache of its own (see own_code)
             self._update_compiled = torch.compile(update, fullgraph=True, dynamic=True)
-            if (self.problem.compile_mode == "default" and not distributed
-                    and self.problem.task_of_sets(self.grouping.name) is not None):
-                # static shapes (the point sets' sizes are fixed: faster kernels than dynamic ones), but the
-                # step counts symbolic (STEP_COUNTS): one graph for every step
-                whole = types.MethodType(own_code(Trainer._losses_gradients_and_update), self)
-                self._step_compiled = torch.compile(whole, fullgraph=True, dynamic=None)
+            if not distributed and self.problem.task_of_sets(self.grouping.name) is not None:
+                graphs = self.problem.compile_mode == "reduce-overhead"
+                # with CUDA graphs the losses and the chain compile apart where the chain cannot be recorded
+                # (ConFIG's eigh for m >= 3), or where the optimizer decides on the host, from its step count,
+                # whether a step takes a Hessian estimate
+                hessians = type(self.optimizer).hessian_due is not optim.Optimizer.hessian_due
+                if not graphs or (self.surgery.capturable(self.grouping.m) and not hessians):
+                    self._compile_step(steps_on_device=graphs)
             # a deprecation inside torch's own lowering, printed once per compile: not the user's to act on
             warnings.filterwarnings("ignore", message=r"`torch\._prims_common\.check` is deprecated",
                                     category=FutureWarning)
@@ -263,8 +267,9 @@ class Trainer:
         lr = float(self.schedule(epoch, self.epochs, self.optimizer.lr))
         diagnosed = lr > 0  # the zero-rate warmup step is not a diagnosed step
         whole = None if hessian_due else self._run_one_graph_step(points, theta)
+        steps = None  # the new step counts [k], where the one-graph step keeps them on the device
         if whole is not None:
-            losses, G, (p, surgery_state, optimizer_state, checks) = whole
+            losses, G, (p, surgery_state, optimizer_state, checks), steps = whole
             self._draw_ahead(epoch)  # the whole step is queued: on a GPU the host samples while it runs
         else:
             losses, G = self._compiled_or_eager_losses(points, hessian_due, theta)
@@ -286,9 +291,18 @@ class Trainer:
             p, surgery_state, optimizer_state, checks = self._run_update(
                 G, theta, hessian, self.surgery_state, self.optimizer_state, diagnosed)
         # everything the host needs from this step, fetched in ONE synchronisation:
-        # [finite tasks, loss, tasks and conditions, finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u))]
+        # [finite tasks, loss, tasks and conditions, finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u)),
+        #  (the new step counts, where they are on the device)]
         pieces = [torch.isfinite(tasks).all().reshape(1), tasks.sum().reshape(1), logged, checks]
-        values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
+        values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces + [steps] if x is not None])
+        values = values.tolist()
+        if steps is not None:  # the states keep ints (checkpoints, Hessian schedules); the device its copies
+            counted = dict(zip(self._device_steps, values[len(values) - len(steps):]))
+            del values[len(values) - len(steps):]
+            if "surgery" in counted:
+                surgery_state = replace(surgery_state, step=int(counted["surgery"]))
+            if "optimizer" in counted:
+                optimizer_state = replace(optimizer_state, step=int(counted["optimizer"]))
         n = 2 + logged.numel()
         (tasks_finite, loss, *logged_values), (G_finite, p_finite), diagnostics = \
             values[:n], values[n: n + 2], values[n + 2:]
@@ -331,24 +345,48 @@ class Trainer:
             self._update_compiled = self._step_compiled = None  # they would meet the same compiler
             return self._losses_and_gradients(points, hessian_due, theta)
 
+    def _compile_step(self, *, steps_on_device: bool) -> None:
+        """The one-graph step, compiled with static shapes (the point sets' sizes never change; static
+        kernels were faster than dynamic ones).  Its step counts are ints, symbolic in the graph
+        (STEP_COUNTS: one graph for every step), or with ``steps_on_device`` 0-d float64 tensors on the
+        run's device, fed from one step to the next: what CUDA graphs need (``compile = graphs`` on CUDA),
+        since a recorded graph replays the same kernel arguments at every step."""
+        self._steps_on_device, self._device_steps = steps_on_device, None
+        whole = types.MethodType(own_code(Trainer._losses_gradients_and_update), self)
+        self._step_compiled = torch.compile(whole, fullgraph=True, dynamic=False if steps_on_device else None,
+                                            mode=self.problem.compile_mode)
+
     def _run_one_graph_step(self, points, theta: torch.Tensor):
-        """(losses, G, the chain's (p, states, checks)) by the one-graph step, or None where it does not
-        run; where it does not compile, a one-line notice and the losses and the chain compiled apart
-        from then on (each with its own fallback)."""
+        """(losses, G, the chain's (p, states, checks), the new step counts [k] or None) by the one-graph
+        step, or None where it does not run; where it does not compile, a one-line notice and the losses
+        and the chain compiled apart from then on (each with its own fallback)."""
         if self._step_compiled is None:
             return None
         fused = self.problem.fused_gradients(self.model, self.params, self.grouping.name)
         inputs, counts = fused.inputs(points)
+        states = {"surgery": self.surgery_state, "optimizer": self.optimizer_state}
+        if self._steps_on_device:
+            if self._device_steps is None:  # the first step, or the first after a resume
+                self._device_steps = {name: torch.tensor(float(state.step), dtype=torch.float64, device=self.device)
+                                      for name, state in states.items() if _has_step(state)}
+            states.update({name: replace(states[name], step=step) for name, step in self._device_steps.items()})
         try:
-            with aot_cacheable(), symbolic(STEP_COUNTS):
-                tasks, conditions, G, update = self._step_compiled(
-                    fused, theta, inputs, counts, self.surgery_state, self.optimizer_state)
+            with aot_cacheable(), symbolic("" if self._steps_on_device else STEP_COUNTS):
+                tasks, conditions, G, (p, surgery_state, optimizer_state, checks) = self._step_compiled(
+                    fused, theta, inputs, counts, states["surgery"], states["optimizer"])
         except torch._dynamo.exc.TorchDynamoException as err:
             self._step_compiled = None
             self._notice(f"the step does not compile as one graph ({_reason(err)}); the losses and the "
                          "update chain compile apart")
             return None
-        return fused.losses(tasks, conditions), G, update
+        steps = None
+        if self._steps_on_device:
+            # a CUDA graph's outputs are overwritten by its next replay: the states it feeds back are copies
+            states = {"surgery": _copied(surgery_state), "optimizer": _copied(optimizer_state)}
+            self._device_steps = {name: states[name].step for name in self._device_steps}
+            surgery_state, optimizer_state = states["surgery"], states["optimizer"]
+            steps = torch.stack(list(self._device_steps.values())) if self._device_steps else None
+        return fused.losses(tasks, conditions), G, (p, surgery_state, optimizer_state, checks), steps
 
     def _losses_gradients_and_update(self, fused, theta, inputs, counts, surgery_state, optimizer_state):
         """The one-graph step: (tasks [m], conditions [C], G [m, p], ``_update``'s (p, states, checks)), a
@@ -590,6 +628,7 @@ class Trainer:
         self.surgery_state = self.surgery.load_state_dict(_to_device(state["surgery"], self.device))
         self.optimizer_state = self.optimizer.load_state_dict(_to_device(state["optimizer"], self.device))
         self.chain_generator.set_state(state["chain_generator"])
+        self._device_steps = None  # the one-graph step copies the loaded step counts to the device
         self.best = _Best(**state["best"])
         self.counters = _Counters(**state["counters"])
         self.history = list(state["history"])
@@ -598,6 +637,19 @@ class Trainer:
 
     def _save_checkpoint(self) -> None:
         files.save_torch(os.path.join(self.out, "checkpoint.pt"), self.state_dict())
+
+
+def _has_step(state) -> bool:
+    """Whether a chain state counts steps (a dataclass with an int ``step``; ConFIG's state is None)."""
+    return is_dataclass(state) and any(f.name == "step" for f in fields(state))
+
+
+def _copied(state):
+    """A state dataclass with its tensors copied (None stays None)."""
+    if not is_dataclass(state):
+        return state
+    return replace(state, **{f.name: getattr(state, f.name).clone() for f in fields(state)
+                             if isinstance(getattr(state, f.name), torch.Tensor)})
 
 
 def _reason(err: Exception) -> str:

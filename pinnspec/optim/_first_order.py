@@ -149,7 +149,9 @@ class Adam(Optimizer):
     def _denominator(self, state: AdamState) -> Tensor:
         """sqrt(v_hat) + eps.  [p]"""
         bias2 = 1 - self.beta2 ** state.step
-        return state.exp_avg_sq.sqrt() / math.sqrt(bias2) + self.eps
+        # the step count is an int, or a 0-d tensor where the trainer keeps it on the device (CUDA graphs)
+        root = bias2.sqrt() if isinstance(bias2, Tensor) else math.sqrt(bias2)
+        return state.exp_avg_sq.sqrt() / root + self.eps
 
     def propose(self, a, state, *, params=None, hessian=None):
         decay = self._decay(self._weight_decay, params, a)

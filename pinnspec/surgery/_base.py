@@ -39,6 +39,12 @@ class Surgery:
     #: then ``compile = on`` compiles the update chain too (tests/engine/test_compiled.py)
     compiles: ClassVar[bool] = False
 
+    @classmethod
+    def capturable(cls, num_losses: int) -> bool:
+        """Whether a CUDA graph can record the method's direction for ``num_losses`` losses: it compiles
+        and never waits for the device (a synchronising op such as ``eigh`` fails a CUDA graph's capture)."""
+        return False
+
     def init(self, num_losses: int, num_params: int, *, dtype: torch.dtype = torch.float32,
              device: torch.device | str | None = None):
         """Initial state (None for stateless methods)."""

@@ -30,6 +30,10 @@ class Sum(Surgery):
 
     compiles = True
 
+    @classmethod
+    def capturable(cls, num_losses):
+        return True
+
     def direction(self, G, *, generator=None):
         return G.sum(dim=0)
 
@@ -257,6 +261,10 @@ class ConFIG(Surgery):
 
     conflict_free = True
     compiles = True
+
+    @classmethod
+    def capturable(cls, num_losses):
+        return num_losses <= 2  # m >= 3: a pseudo-inverse by eigh, which waits for the device
 
     def direction(self, G, *, generator=None):
         return config_direction(G)

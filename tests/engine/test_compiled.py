@@ -84,13 +84,17 @@ def test_a_compiled_run_follows_the_eager_run():
     assert sum(launches.values()) <= 16, launches
 
 
+@pytest.mark.parametrize("steps_on_device", [False, True])
 @pytest.mark.parametrize("surgery", ["config", "mconfig"])
-def test_the_one_graph_step_equals_the_eager_step_at_every_step_count(surgery):
+def test_the_one_graph_step_equals_the_eager_step_at_every_step_count(surgery, steps_on_device):
     """Losses, G and surgery -> proposal -> GUA -> checks as one compiled graph: the same rows and weights
-    as the eager steps, and one graph for every step count (the optimizer's, and MConFIG's own)."""
+    as the eager steps, and one graph for every step count (the optimizer's, and MConFIG's own), whether
+    the counts are symbolic ints or device tensors (what CUDA graphs take; here on the CPU)."""
     eager = Trainer(_spec(TINY, epochs=6, surgery=surgery))
     compiled = Trainer(_spec(TINY, epochs=6, surgery=surgery, compile="on"))
-    assert compiled._step_compiled is not None
+    assert compiled._step_compiled is not None and not compiled._steps_on_device
+    if steps_on_device:
+        compiled._compile_step(steps_on_device=True)
     for epoch in range(6):
         with torch._dynamo.config.patch(error_on_recompile=epoch > 0):
             b = compiled.step(epoch)
@@ -99,6 +103,12 @@ def test_the_one_graph_step_equals_the_eager_step_at_every_step_count(surgery):
         for key, value in a.items():
             assert b[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
     assert compiled._step_compiled is not None and compiled.optimizer_state.step == 6
+    assert type(compiled.optimizer_state.step) is int  # the host's ints, also with the device's copies
+    if surgery == "mconfig":
+        assert type(compiled.surgery_state.step) is int and compiled.surgery_state.step == 6
+    if steps_on_device:
+        assert {name: float(step) for name, step in compiled._device_steps.items()} == (
+            {"surgery": 6.0, "optimizer": 6.0} if surgery == "mconfig" else {"optimizer": 6.0})
     for x, y in zip(eager.theta, compiled.theta):
         torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-12)
 

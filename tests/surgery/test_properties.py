@@ -169,3 +169,31 @@ def test_surgery_imports_neither_lark_nor_sympy(tmp_path):
     """)
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+#: aten ops that wait for the device (cuSOLVER's info checks, data-dependent shapes, host reads): a CUDA
+#: graph cannot record them
+_SYNCHRONISING = ("linalg_pinv", "linalg_eigh", "_linalg_eigh", "_linalg_svd", "linalg_svd", "linalg_solve",
+                  "linalg_lstsq", "linalg_inv", "nonzero", "_local_scalar_dense", "masked_select")
+
+
+@pytest.mark.parametrize("name", METHODS)
+@pytest.mark.parametrize("m", [2, 3, 5])
+def test_a_capturable_direction_has_no_synchronising_op(name, m):
+    """`capturable(m)` (the trainer records the update chain in a CUDA graph only then): the direction,
+    traced to aten ops, calls none that waits for the device; and ConFIG's eigh for m >= 3 is seen."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    method = make(name)
+    G = random_G(m, 40, correlated=False, seed=m)
+    if not method.compiles:
+        assert not method.capturable(m)  # a host decision or a generator: not even one compiled graph
+        return
+    state = method.init(*G.shape, dtype=G.dtype)
+    graph = make_fx(lambda G: method(G, state)[0])(G)
+    ops = {str(node.target).split(".")[1] for node in graph.graph.nodes if node.op == "call_function"
+           and str(node.target).startswith("aten.")}
+    synchronising = ops.intersection(_SYNCHRONISING)
+    assert method.capturable(m) == (not synchronising), (name, m, sorted(synchronising))
+    if name in ("config", "mconfig"):
+        assert bool(synchronising) == (m >= 3)
