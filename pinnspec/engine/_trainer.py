@@ -297,12 +297,11 @@ class Trainer:
         values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces + [steps] if x is not None])
         values = values.tolist()
         if steps is not None:  # the states keep ints (checkpoints, Hessian schedules); the device its copies
-            counted = dict(zip(self._device_steps, values[len(values) - len(steps):]))
-            del values[len(values) - len(steps):]
-            if "surgery" in counted:
-                surgery_state = replace(surgery_state, step=int(counted["surgery"]))
-            if "optimizer" in counted:
-                optimizer_state = replace(optimizer_state, step=int(counted["optimizer"]))
+            counted = dict(zip(self._device_steps, values[-len(steps):]))
+            del values[-len(steps):]
+            surgery_state, optimizer_state = (
+                replace(state, step=int(counted[name])) if name in counted else state
+                for name, state in (("surgery", surgery_state), ("optimizer", optimizer_state)))
         n = 2 + logged.numel()
         (tasks_finite, loss, *logged_values), (G_finite, p_finite), diagnostics = \
             values[:n], values[n: n + 2], values[n + 2:]
