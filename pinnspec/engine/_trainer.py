@@ -50,6 +50,8 @@ EVAL_BATCH = 65_536
 #: the step counts of the surgery and optimizer states: ints that change every step, symbolic in the one-graph
 #: step (torch.compile's ``dynamic_sources``; the frame's argument names) while every tensor shape stays static
 STEP_COUNTS = "L['surgery_state'].step,L['optimizer_state'].step"
+#: calls in which CUDA graphs warm up (1), record (2) and first replay (3) a compiled function
+RECORDING_CALLS = 3
 
 
 @dataclass
@@ -184,6 +186,7 @@ class Trainer:
         self._step_compiled = None
         self._steps_on_device = False  # the one-graph step's step counts as device tensors (CUDA graphs)
         self._device_steps: dict[str, torch.Tensor] | None = None  # state name -> its step count, on the device
+        self._one_graph_calls = 0  # completed calls of the one-graph step
         if self.problem.compile_mode is not None and type(self.surgery).compiles and type(self.optimizer).compiles:
             update = types.MethodType(own_code(Trainer._update), self)  # a cache of its own (see own_code)
             self._update_compiled = torch.compile(update, fullgraph=True, dynamic=True)
@@ -350,7 +353,7 @@ class Trainer:
         (STEP_COUNTS: one graph for every step), or with ``steps_on_device`` 0-d float64 tensors on the
         run's device, fed from one step to the next: what CUDA graphs need (``compile = graphs`` on CUDA),
         since a recorded graph replays the same kernel arguments at every step."""
-        self._steps_on_device, self._device_steps = steps_on_device, None
+        self._steps_on_device, self._device_steps, self._one_graph_calls = steps_on_device, None, 0
         whole = types.MethodType(own_code(Trainer._losses_gradients_and_update), self)
         self._step_compiled = torch.compile(whole, fullgraph=True, dynamic=False if steps_on_device else None,
                                             mode=self.problem.compile_mode)
@@ -378,6 +381,16 @@ class Trainer:
             self._notice(f"the step does not compile as one graph ({_reason(err)}); the losses and the "
                          "update chain compile apart")
             return None
+        except RuntimeError as err:
+            # CUDA graphs warm up and record in the first calls: an op a graph cannot hold fails there, with a
+            # CUDA error rather than a compiler's; later, a RuntimeError is the run's own
+            if not self._steps_on_device or self._one_graph_calls >= RECORDING_CALLS:
+                raise
+            self._step_compiled = None
+            self._notice(f"the step's CUDA graph cannot be recorded ({_reason(err)}); the losses and the "
+                         "update chain compile apart")
+            return None
+        self._one_graph_calls += 1
         steps = None
         if self._steps_on_device:
             # a CUDA graph's outputs are overwritten by its next replay: the states it feeds back are copies

@@ -113,6 +113,34 @@ def test_the_one_graph_step_equals_the_eager_step_at_every_step_count(surgery, s
         torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-12)
 
 
+def test_a_cuda_graph_that_cannot_be_recorded_falls_back_to_two_graphs(capsys):
+    """With its step counts on the device (CUDA graphs), a RuntimeError in the one-graph step's first calls
+    (an op a CUDA graph cannot hold fails its capture) is a notice and the losses and chain compiled apart;
+    once recorded, a RuntimeError is the run's own and propagates."""
+    eager = Trainer(_spec(TINY, epochs=6))
+    trainer = Trainer(_spec(TINY, epochs=6, compile="on"))
+    trainer._compile_step(steps_on_device=True)
+
+    def capture_fails(*args):
+        raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+
+    trainer.step(0)  # warm-up call
+    trainer._step_compiled = capture_fails
+    for epoch in range(1, 6):
+        trainer.step(epoch)
+    for epoch in range(6):
+        eager.step(epoch)
+    assert trainer._step_compiled is None and trainer._update_compiled is not None
+    assert "pinnspec: compile = on: the step's CUDA graph cannot be recorded (CUDA error: operation not " \
+           "permitted when stream is capturing); the losses and the update chain compile apart" in capsys.readouterr().err
+    for x, y in zip(eager.theta, trainer.theta):
+        torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-12)
+    trainer._compile_step(steps_on_device=True)
+    trainer._one_graph_calls, trainer._step_compiled = 3, capture_fails
+    with pytest.raises(RuntimeError, match="stream is capturing"):
+        trainer.step(6)
+
+
 #: aten ops that make a view or a constant, not a kernel launch
 _NO_LAUNCH = {"detach", "reshape", "view", "view_as", "select", "slice", "unsqueeze", "squeeze", "split",
               "split_with_sizes", "unbind", "as_strided", "expand", "t", "transpose", "permute", "alias",
