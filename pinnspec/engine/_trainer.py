@@ -170,9 +170,9 @@ class Trainer:
         self.alignment = ALIGN.get(t.align.name)(**t.align.options)
         self.schedule = SCHEDULES.get(t.schedule.name)(**t.schedule.options)
         self.aligned = t.align.name != "none"
-        notice = self.problem.compile_losses(
-            self.model, device=self.device,
-            optimizer_needs_hessian=type(self.optimizer).hessian_due is not optim.Optimizer.hessian_due)
+        # an optimizer that estimates Hessians decides on the host, from its step count, which steps take one
+        hessians = type(self.optimizer).hessian_due is not optim.Optimizer.hessian_due
+        notice = self.problem.compile_losses(self.model, device=self.device, optimizer_needs_hessian=hessians)
         if notice and self.rank == 0:
             print(f"pinnspec: {notice}", file=sys.stderr)
         self.chain_generator = torch.Generator().manual_seed(self.seed + 1)  # PCGrad orders, Hutchinson probes
@@ -193,9 +193,7 @@ class Trainer:
             if not distributed and self.problem.task_of_sets(self.grouping.name) is not None:
                 graphs = self.problem.compile_mode == "reduce-overhead"
                 # with CUDA graphs the losses and the chain compile apart where the chain cannot be recorded
-                # (ConFIG's eigh for m >= 3), or where the optimizer decides on the host, from its step count,
-                # whether a step takes a Hessian estimate
-                hessians = type(self.optimizer).hessian_due is not optim.Optimizer.hessian_due
+                # (ConFIG's eigh for m >= 3) or the optimizer estimates Hessians
                 if not graphs or (self.surgery.capturable(self.grouping.m) and not hessians):
                     self._compile_step(steps_on_device=graphs)
             # a deprecation inside torch's own lowering, printed once per compile: not the user's to act on
