@@ -56,7 +56,7 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "align": {
         "none": {},
-        # rho None: the paper's value for the optimizer (Adam/AdamW 0.1/0.03, RMSProp 0/0.5, SOAP 0.03/0.003)
+        # rho None: the paper's value for the optimizer (GUA_STATE_ALIGNMENT), filled in when the spec is checked
         "gua": {"metric": "adam", "rho_m": None, "rho_v": None},
     },
     "sampler": {
@@ -71,6 +71,16 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
         "nls": {"modes": 256, "dt": None, "order": 4, "nx": 256, "nt": 201, "x_min": -5.0, "x_max": 5.0,
                 "t_final": math.pi / 2},
     },
+}
+
+#: GUA's state-alignment coefficients (rho_m, rho_v) per built-in optimizer: the paper's values (Appendix E.4,
+#: "Performance across Optimizers").  A built-in optimizer not listed has no state alignment in the paper.
+#: The optimizers' ``alignment_defaults`` are these entries.
+GUA_STATE_ALIGNMENT: dict[str, tuple[float, float]] = {
+    "adam": (0.1, 0.03),
+    "adamw": (0.1, 0.03),
+    "rmsprop": (0.0, 0.5),
+    "soap": (0.03, 0.003),
 }
 
 #: Arguments that take one of a fixed set of names: (kind, name, argument) -> choices.
@@ -91,6 +101,8 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     "checkpoint_every": ("int", 1000),
     "engine": ("choice:auto|autograd|forward", "auto"),
     "compile": ("choice:off|on|graphs", "off"),
+    # a run stops as diverged when its loss exceeds this factor times its lowest loss so far (0: never)
+    "diverge_factor": ("number", 1e6),
 }
 
 #: What a spec without the statement gets.

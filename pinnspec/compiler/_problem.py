@@ -412,6 +412,12 @@ class CompiledProblem:
             self._generator = make(**call.options)
         return self._generator
 
+    @property
+    def has_reference(self) -> bool:
+        """Whether the spec gives a reference solution ('exact' or 'reference'); without one a run trains
+        and predicts, but has no test error."""
+        return self.ir.reference is not None
+
     def reference(self, points) -> torch.Tensor:
         """Reference values at ``points`` ([N, d], coordinates in declaration order,
         space then time) -> [N, n_fields], float64 on the points' device."""

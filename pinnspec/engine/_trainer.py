@@ -37,7 +37,7 @@ from .. import __version__
 from .._compiling import aot_cacheable, own_code, symbolic
 from .._malloc import tune_allocator
 from .._rss import read_status, reset_peak
-from .. import models, optim, surgery  # noqa: F401  (register the built-in names)
+from .. import catalog, models, optim, surgery  # noqa: F401  (register the built-in names)
 from ..align import conflict_indicators
 from ..compiler import compile_spec
 from ..optim import hutchinson_diagonal
@@ -67,11 +67,13 @@ class Result:
     epochs: int
     epochs_done: int
     status: str  # "completed" | "diverged" | "interrupted" | "running"
-    rel_l2: float | None  # test rel-L2 at the best-validation checkpoint
-    rel_l2_final: float | None  # test rel-L2 at the end
-    best_epoch: int | None
-    best_validation: float | None
-    validation: str  # "points" (separate validation points) | "test" (selects on the test set)
+    rel_l2: float | None  # test rel-L2 at the best-validation checkpoint (None: the spec has no reference)
+    rel_l2_final: float | None  # test rel-L2 at the end (None: no reference)
+    best_epoch: int | None  # epochs are counted from 1: epoch k is the state after k updates
+    best_validation: float | None  # the best validation rel-L2 (None: no reference)
+    #: what chose the best checkpoint: "points" (rel-L2 on separate validation points), "test" (rel-L2 on the
+    #: test set), or "training loss" (a spec without reference: the summed task losses of the model then)
+    validation: str
     rates: dict[str, float | None]
     projected_fraction: float | None
     train_time_s: float
@@ -92,7 +94,7 @@ class Result:
 
 @dataclass
 class _Best:
-    validation: float = math.inf
+    validation: float = math.inf  # the validation rel-L2, or without a reference the training loss
     epoch: int | None = None
     model: dict | None = None
     params: dict | None = None
@@ -152,6 +154,7 @@ class Trainer:
         self.epochs = int(options.get("epochs", 1000))
         self.seed = int(options.get("seed", 0))
         self.checkpoint_every = int(options.get("checkpoint_every", 1000))
+        self.diverge_factor = float(options.get("diverge_factor", catalog.TRAIN_SETTINGS["diverge_factor"][1]))
         self.device = resolve_device(device_override or options.get("device"))
         if distributed and self.device.type == "cuda":
             self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", self.rank)) % torch.cuda.device_count())
@@ -216,12 +219,17 @@ class Trainer:
         self._next_points = None  # (block, points) drawn ahead by _draw_ahead
         self._stop_requested = False
 
-        self.validation_points = torch.as_tensor(self.problem.validation_points(), dtype=self.dtype, device=self.device)
-        # the references come from the float64 points: a float32 copy can round past the domain's edge
-        # (t = pi/2 becomes 1.5707964 > pi/2, outside a generated reference's time span)
-        self.validation_reference = self.problem.reference(self.problem.validation_points()).to(self.device)
+        self.lowest_loss: tuple[float, int, list[float]] | None = None  # (loss, epoch, task losses): blow-ups
+        self.has_reference = self.problem.has_reference
         self.test_points = torch.as_tensor(self.problem.test_points(), dtype=self.dtype, device=self.device)
-        self.test_reference = self.problem.reference(self.problem.test_points()).to(self.device)
+        self.validation_points = self.validation_reference = self.test_reference = None
+        if self.has_reference:  # without one, the checkpoint is chosen on the training loss
+            self.validation_points = torch.as_tensor(self.problem.validation_points(), dtype=self.dtype,
+                                                     device=self.device)
+            # the references come from the float64 points: a float32 copy can round past the domain's edge
+            # (t = pi/2 becomes 1.5707964 > pi/2, outside a generated reference's time span)
+            self.validation_reference = self.problem.reference(self.problem.validation_points()).to(self.device)
+            self.test_reference = self.problem.reference(self.problem.test_points()).to(self.device)
         self.condition_names = [c.name for c in p.conditions]
         self.columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(m)]
                         + [f"loss:{c}" for c in self.condition_names]
@@ -308,11 +316,12 @@ class Trainer:
             values[:n], values[n: n + 2], values[n + 2:]
         if not (tasks_finite and G_finite and p_finite):
             raise TrainingDiverged(self._divergence_message(epoch, losses, G, p))
+        self._check_blow_up(epoch, loss, logged_values[: self.grouping.m])
 
         self._apply(lr, p)
         self.surgery_state, self.optimizer_state = surgery_state, optimizer_state
 
-        row: dict[str, Any] = {"epoch": epoch, "lr": lr, "loss": loss}
+        row: dict[str, Any] = {"epoch": epoch + 1, "lr": lr, "loss": loss}  # epoch k: the state after k updates
         scalars = iter(logged_values + diagnostics)
         for i in range(self.grouping.m):
             row[f"task{i}"] = next(scalars)
@@ -451,16 +460,34 @@ class Trainer:
         return self._update(G, theta, hessian, surgery_state, optimizer_state, diagnosed, self.chain_generator)
 
     def _divergence_message(self, epoch, losses, G, p) -> str:
+        at = f"training diverged at epoch {epoch + 1}"
         for i, label in enumerate(self.grouping.labels):
             if not torch.isfinite(losses.task_list[i]):
                 bad = [c for c in self.condition_names if not torch.isfinite(losses.conditions[c])]
                 where = f" (condition {', '.join(bad)})" if bad else ""
                 value = float(losses.task_list[i].detach())
-                return f"training diverged at epoch {epoch}: the loss of task {i} '{label}'{where} is {value}"
+                return f"{at}: the loss of task {i} '{label}'{where} is {value}"
         for i, label in enumerate(self.grouping.labels):
             if not torch.isfinite(G[i]).all():
-                return f"training diverged at epoch {epoch}: the gradient of task {i} '{label}' is not finite"
-        return f"training diverged at epoch {epoch}: the update p is not finite"
+                return f"{at}: the gradient of task {i} '{label}' is not finite"
+        return f"{at}: the update p is not finite"
+
+    def _check_blow_up(self, epoch: int, loss: float, tasks: list[float]) -> None:
+        """A loss that grows past ``diverge_factor`` times its lowest value so far stops the run as diverged,
+        like a NaN, naming the task that grew most (relative to its value at the lowest loss)."""
+        if self.lowest_loss is None or loss < self.lowest_loss[0]:
+            self.lowest_loss = (loss, epoch + 1, list(tasks))
+            return
+        lowest, at, lowest_tasks = self.lowest_loss
+        if not self.diverge_factor or loss <= self.diverge_factor * lowest:
+            return
+        growth = [value / max(before, 1e-300) for value, before in zip(tasks, lowest_tasks)]
+        i = max(range(len(tasks)), key=growth.__getitem__)
+        raise TrainingDiverged(
+            f"training diverged at epoch {epoch + 1}: the loss {loss:.3e} exceeds diverge_factor = "
+            f"{self.diverge_factor:g} times its lowest value {lowest:.3e} (epoch {at}); task {i} "
+            f"'{self.grouping.labels[i]}' grew most, from {lowest_tasks[i]:.3e} to {tasks[i]:.3e} (a smaller "
+            "learning rate may help; --set diverge_factor=0 turns this check off)")
 
     # ================================================================== evaluation
     @torch.no_grad()
@@ -473,12 +500,29 @@ class Trainer:
         return float(error.norm() / reference.double().norm())
 
     def _validate(self, epoch: int, row: dict) -> None:
-        value = self.rel_l2(self.validation_points, self.validation_reference)
-        row["validation"] = value
-        self.validations.append((epoch, value))
+        """Validation rel-L2 after epoch ``epoch + 1``; the best so far is the checkpoint the run reports.
+        Without a reference the checkpoint is chosen on the training loss instead: the summed task losses
+        of the model now, on this epoch's points."""
+        if self.has_reference:
+            value = self.rel_l2(self.validation_points, self.validation_reference)
+            row["validation"] = value
+            self.validations.append((epoch + 1, value))
+        else:
+            value = self._training_loss(epoch)
         if value < self.best.validation:
-            self.best = _Best(value, epoch, {k: v.detach().clone() for k, v in self.model.state_dict().items()},
+            self.best = _Best(value, epoch + 1, {k: v.detach().clone() for k, v in self.model.state_dict().items()},
                               {k: v.detach().clone() for k, v in self.params.items()})
+
+    def _training_loss(self, epoch: int) -> float:
+        """The summed task losses of the current model on epoch ``epoch``'s points (all ranks together)."""
+        losses = self.problem.losses(self.model, self._points_for(epoch), self.params, self.grouping.name,
+                                     compiled=False)
+        total = losses.tasks.detach().sum().to(torch.float64)
+        if self.distributed:
+            import torch.distributed as dist
+
+            dist.all_reduce(total)
+        return float(total)
 
     # ================================================================== run
     def run(self) -> Result:
@@ -493,28 +537,29 @@ class Trainer:
         try:
             for epoch in range(self.epoch, self.epochs):
                 row = self.step(epoch)
-                if (epoch + 1) % every == 0 or epoch == self.epochs - 1:
+                validated = (epoch + 1) % every == 0 or epoch == self.epochs - 1
+                if validated:
                     self._validate(epoch, row)
                 self.history.append(row)
                 self.epoch = epoch + 1
                 self.elapsed = time.perf_counter() - started
                 if bar is not None:
                     bar.update(1)
-                    if epoch % 10 == 0 or "validation" in row:
+                    if epoch % 10 == 0 or validated:
                         bar.set_postfix_str(self._postfix(row), refresh=False)
-                elif "validation" in row and self.log:
+                elif validated and self.log:
                     self.log(f"epoch {epoch + 1}/{self.epochs}: {self._postfix(row)}")
                 if self.out and self.epoch % self.checkpoint_every == 0 and self.epoch < self.epochs:
                     self._save_checkpoint()
                     self._write_result()
                 if self._stop_requested:
-                    self.status, self.message = "interrupted", f"interrupted after epoch {epoch}"
+                    self.status, self.message = "interrupted", f"interrupted after epoch {epoch + 1}"
                     break
             else:
                 self.status = "completed"
         except TrainingDiverged as err:
             self.status, self.message = "diverged", str(err)
-            self.history.append({"epoch": self.epoch, "loss": float("nan")})
+            self.history.append({"epoch": self.epoch + 1, "loss": float("nan")})
         finally:
             _restore_sigint(previous)
             if bar is not None:
@@ -554,6 +599,8 @@ class Trainer:
 
     # ================================================================== results and checkpoints
     def _test_error(self, model_state=None, params=None) -> float | None:
+        if not self.has_reference:
+            return None
         if model_state is None:
             return self.rel_l2(self.test_points, self.test_reference)
         saved = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
@@ -570,7 +617,10 @@ class Trainer:
         if not self.aligned:
             rates["R_p"] = None
         final = self._test_error() if self.epoch > 0 else None
-        best = self._test_error(self.best.model) if self.best.model is not None else final
+        # before the first validation there is no best checkpoint: a finished or interrupted run reports its
+        # final model there; a diverged run's final model is the one that blew up
+        best = self._test_error(self.best.model) if self.best.model is not None else (
+            None if self.status == "diverged" else final)
         if self.device.type == "cuda":
             peak = torch.cuda.max_memory_allocated(self.device) / 2**20
         else:
@@ -579,13 +629,18 @@ class Trainer:
             problem=self.spec.ir.name, surgery=str(t.surgery), optimizer=str(t.optimizer), align=str(t.align),
             grouping=self.grouping.name, seed=self.seed, epochs=self.epochs, epochs_done=self.epoch,
             status=self.status, rel_l2=best, rel_l2_final=final, best_epoch=self.best.epoch,
-            best_validation=None if self.best.epoch is None else self.best.validation,
-            validation="test" if self.spec.ir.validation.on_test else "points", rates=rates,
+            best_validation=None if self.best.epoch is None or not self.has_reference else self.best.validation,
+            validation=self._selection(), rates=rates,
             projected_fraction=(self.counters.projected / n if n and self.aligned else None),
             train_time_s=self.elapsed, peak_memory_mb=peak, device=str(self.device),
             dtype=str(self.dtype).replace("torch.", ""),
             params={k: float(v.detach()) for k, v in self.params.items()}, model=str(t.model),
             tasks=list(self.grouping.labels), message=self.message, allocator=self.allocator, run_dir=self.out)
+
+    def _selection(self) -> str:
+        if not self.has_reference:
+            return "training loss"
+        return "test" if self.spec.ir.validation.on_test else "points"
 
     def _write_result(self) -> Result:
         result = self.result()
@@ -605,10 +660,11 @@ class Trainer:
             prediction = self._predict(self.test_points).double().cpu().numpy()
         finally:
             self.model.load_state_dict(saved)
+        reference = {} if self.test_reference is None else {"reference": self.test_reference.cpu().numpy()}
         files.save_npz(os.path.join(self.out, "predictions.npz"),
-                       points=self.test_points.double().cpu().numpy(), reference=self.test_reference.cpu().numpy(),
-                       prediction=prediction, coordinates=np.array(self.problem.coordinates),
-                       fields=np.array(self.problem.fields))
+                       points=self.test_points.double().cpu().numpy(), prediction=prediction,
+                       coordinates=np.array(self.problem.coordinates), fields=np.array(self.problem.fields),
+                       **reference)
 
     def state_dict(self) -> dict:
         return {
@@ -625,6 +681,7 @@ class Trainer:
             "history": self.history,
             "validations": self.validations,
             "elapsed": self.elapsed,
+            "lowest_loss": self.lowest_loss,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -644,6 +701,7 @@ class Trainer:
         self.history = list(state["history"])
         self.validations = list(state["validations"])
         self.elapsed = state["elapsed"]
+        self.lowest_loss = state.get("lowest_loss")  # absent in checkpoints written before the blow-up check
 
     def _save_checkpoint(self) -> None:
         files.save_torch(os.path.join(self.out, "checkpoint.pt"), self.state_dict())

@@ -800,13 +800,39 @@ class Lowering:
                 value = self._train_value(key, kw.value)
                 if value is not _BAD:
                     settings[key] = value
+        calls["align"] = self._resolved_alignment(calls["align"], calls["optimizer"], by_kind.get("align", []))
         return ir.Training(settings=tuple(settings.items()), **calls)
+
+    def _resolved_alignment(self, align: ir.CallSpec, optimizer: ir.CallSpec, statements) -> ir.CallSpec:
+        """``gua`` with the values a run uses: an unset rho_m / rho_v takes the paper's value for the
+        spec's optimizer (catalog.GUA_STATE_ALIGNMENT), so that ``show``, result.json and plots state
+        them; with a built-in optimizer that has no state alignment they are left out (and refused when
+        given).  An optimizer registered at run time resolves its own defaults when the run starts."""
+        if align.name != "gua" or optimizer.name not in catalog.BUILTINS["optimizer"]:
+            return align
+        options = align.options
+        paper = catalog.GUA_STATE_ALIGNMENT.get(optimizer.name)
+        if paper is None:
+            if options.get("rho_m") or options.get("rho_v"):
+                self.diag.error(statements[0].call.span,
+                                f"gua: the optimizer '{optimizer.name}' has no state alignment (only "
+                                f"{', '.join(catalog.GUA_STATE_ALIGNMENT)} have one): leave rho_m and rho_v unset")
+            return ir.CallSpec("gua", tuple((k, v) for k, v in align.kwargs if k not in ("rho_m", "rho_v")))
+        resolved = {"rho_m": paper[0], "rho_v": paper[1]}
+        return ir.CallSpec("gua", tuple((k, resolved[k] if k in resolved and v is None else v)
+                                        for k, v in align.kwargs))
 
     def _train_value(self, key: str, node: A.Expr):
         kind, _ = catalog.TRAIN_SETTINGS[key]
-        if kind == "int":
+        if kind in ("int", "number"):
             number = self._constant(node, f"'{key}'") if not isinstance(node, (A.Name, A.String)) or (
                 isinstance(node, A.Name) and node.id in self.lets) else None
+        if kind == "number":
+            if number is None or not number >= 0:
+                self.diag.error(node.span, f"'{key}' must be a number of at least 0")
+                return _BAD
+            return float(number)
+        if kind == "int":
             minimum = 0 if key == "seed" else 1
             if number is None or number != int(number) or number < minimum:
                 self.diag.error(node.span, f"'{key}' must be a whole number of at least {minimum}")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
+from pinnspec.catalog import GUA_STATE_ALIGNMENT
 from pinnspec.registry import OPTIMIZERS
 
 from ._base import Optimizer, ParamLayout
@@ -96,7 +97,7 @@ class RMSProp(Optimizer):
     eps: float = 1e-8
 
     state_type = RMSPropState
-    alignment_defaults = (0.0, 0.5)
+    alignment_defaults = GUA_STATE_ALIGNMENT["rmsprop"]
 
     def init(self, params, shapes=None):
         ParamLayout.of(shapes, params.numel())
@@ -136,7 +137,7 @@ class Adam(Optimizer):
     eps: float = 1e-8
 
     state_type = AdamState
-    alignment_defaults = (0.1, 0.03)
+    alignment_defaults = GUA_STATE_ALIGNMENT["adam"]
 
     @property
     def _weight_decay(self) -> float:

@@ -35,6 +35,7 @@ from itertools import chain
 import torch
 from torch import Tensor
 
+from pinnspec.catalog import GUA_STATE_ALIGNMENT
 from pinnspec.registry import OPTIMIZERS
 
 from ._base import Optimizer, ParamLayout
@@ -91,7 +92,7 @@ class SOAP(Optimizer):
     max_precondition_dim: int = 10000
 
     state_type = SOAPState
-    alignment_defaults = (0.03, 0.003)
+    alignment_defaults = GUA_STATE_ALIGNMENT["soap"]
     compiles = False
 
     def init(self, params, shapes=None):

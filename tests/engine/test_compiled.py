@@ -369,7 +369,7 @@ def test_a_compiled_run_that_diverges_names_the_loss_and_keeps_the_checkpoint(tm
     sample = trainer._sample
     walls = trainer.problem.point_plan.set_index("walls")
 
-    def poisoned(epoch):  # a NaN point on the walls from epoch 7 on
+    def poisoned(epoch):  # a NaN point on the walls from epoch index 7 on: the 8th epoch
         points = sample(epoch)
         if epoch >= 7:
             points.sets[walls].x.data[0, 0] = float("nan")
@@ -378,6 +378,6 @@ def test_a_compiled_run_that_diverges_names_the_loss_and_keeps_the_checkpoint(tm
     trainer._sample = poisoned
     result = trainer.run()
     assert result.status == "diverged" and trainer._step_compiled is not None
-    assert result.message.startswith("training diverged at epoch 7: the loss of task 1 'B' (condition walls)")
+    assert result.message.startswith("training diverged at epoch 8: the loss of task 1 'B' (condition walls)")
     assert all(torch.isfinite(t).all() for t in trainer.theta)
     assert torch.load(tmp_path / "checkpoint.pt", weights_only=False)["epoch"] == 5

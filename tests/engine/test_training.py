@@ -130,12 +130,13 @@ def test_divergence_stops_names_the_loss_and_keeps_the_checkpoint(tmp_path, monk
     monkeypatch.setattr("pinnspec.compiler._problem.CompiledProblem.losses", poisoned)
     result = pinnspec.train(TINY, epochs=30, out=str(tmp_path), overrides={"checkpoint_every": 5})
     assert result.status == "diverged"
-    assert "epoch 7" in result.message and "task 1 'B'" in result.message
+    # the poisoned losses start at the 8th epoch (index 7): epochs are counted from 1
+    assert "epoch 8" in result.message and "task 1 'B'" in result.message
     checkpoint = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
     assert checkpoint["epoch"] == 5
     assert all(torch.isfinite(v).all() for v in checkpoint["model"].values())
     saved = json.loads((tmp_path / "result.json").read_text())
-    assert saved["status"] == "diverged" and "epoch 7" in saved["message"]
+    assert saved["status"] == "diverged" and "epoch 8" in saved["message"]
 
 
 def test_loss_gradients_match_separate_backward_passes():
