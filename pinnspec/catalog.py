@@ -49,7 +49,7 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
         "pcgrad": {},
         "cagrad": {"c": 0.5},
         "imtlg": {},
-        "amtl": {"scale": "rmse"},
+        "amtl": {"scale": "rmse", "reduce": "mean"},
         "upgrad": {},
         "config": {},
         "mconfig": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
@@ -88,6 +88,7 @@ CHOICES: dict[tuple[str, str, str], tuple[str, ...]] = {
     ("model", "mlp", "activation"): ("tanh", "sin", "gelu", "silu"),
     ("model", "mlp", "init"): ("xavier", "xavier_uniform"),
     ("surgery", "amtl", "scale"): ("min", "median", "rmse"),
+    ("surgery", "amtl", "reduce"): ("mean", "sum"),
     ("align", "gua", "metric"): ("adam", "euclidean"),
 }
 

@@ -168,16 +168,28 @@ class AlignedMTL(Surgery):
     Multi-Task Learning", Algorithm 1 and the official ProcrustesSolver): with
     G G^T = V diag(l) V^T (eigenvalues above max(l) m eps(dtype) kept),
     B = sqrt(s) V diag(l)^(-1/2) V^T aligns the gradients to an orthogonal,
-    equal-norm system G~ = B G; a = sum_i (B 1)_i g_i (the official code sums
-    the aligned gradients).  ``scale`` picks s: ``"min"`` the smallest
-    kept eigenvalue, ``"median"``, or ``"rmse"`` the mean eigenvalue (the
-    default, as the authors ran it)."""
+    equal-norm system G~ = B G, and a = sum_i w_i g_i with w = B c.
+    ``scale`` picks s: ``"min"`` the smallest kept eigenvalue, ``"median"``,
+    or ``"rmse"`` the mean eigenvalue (the default, as the GUA authors ran it).
+    ``reduce`` picks c: ``"mean"`` (the default) c = 1/m, the mean of the
+    aligned gradients, as torchjd's ``AlignedMTL`` (weights B 1/m from its
+    default preference vector); ``"sum"`` c = 1, their sum, as Algorithm 1 and
+    the official code (the balancer sums the ProcrustesSolver's aligned
+    gradients), m times the mean.  The GUA paper's runs used the mean: its
+    released code (JingXiao10/GUA, ``experiments/PINN/trainer.py`` builds
+    ``conflictfree/grad_operator.py``'s AlignedMTLOperator with its defaults)
+    calls torchjd's AlignedMTL with the default preference vector,
+    ``scale_mode="rmse"`` and ``scale_to_sum=False``; the paper's text cites
+    A-MTL without naming a library or the reduction."""
 
     scale: str = "rmse"
+    reduce: str = "mean"
 
     def __post_init__(self):
-        if self.scale not in ("min", "median", "rmse"):
-            raise ValueError(f"amtl: scale must be 'min', 'median' or 'rmse', got {self.scale!r}")
+        for key, choices in (("scale", ("min", "median", "rmse")), ("reduce", ("mean", "sum"))):
+            value = getattr(self, key)
+            if value not in choices:
+                raise ValueError(f"amtl: {key} must be one of {', '.join(map(repr, choices))}, got {value!r}")
 
     def direction(self, G, *, generator=None):
         m = G.shape[0]
@@ -198,7 +210,9 @@ class AlignedMTL(Surgery):
         else:
             scale = eigenvalues.mean()
         B = scale.sqrt() * (V / eigenvalues.sqrt()) @ V.T  # [m, m]
-        weights = B @ torch.ones(m, dtype=torch.float64, device=G64.device)  # [m]
+        preference = torch.full((m,), 1.0 / m if self.reduce == "mean" else 1.0, dtype=torch.float64,
+                                device=G64.device)  # c: [m]
+        weights = B @ preference  # [m]
         return (weights @ G64).to(G.dtype)
 
 

@@ -98,6 +98,8 @@ CASES = [
     ("positional argument", HEAD + PDE + "optimizer adam(1e-3)\n", 6, 16, "by keyword"),
     ("wrong argument type", HEAD + PDE + "align gua(metric = 3)\n", 6, 20, "expects a name"),
     ("unknown activation", HEAD + PDE + "model mlp(activation = tahn)\n", 6, 24, "did you mean 'tanh'"),
+    ("unknown amtl reduce", HEAD + PDE + "surgery amtl(reduce = total)\n", 6, 23, "must be one of mean, sum"),
+    ("misspelt amtl reduce", HEAD + PDE + "surgery amtl(scale = rmse, reduce = sun)\n", 6, 37, "did you mean 'sum'"),
     ("unknown train key", HEAD + PDE + "train epoch = 10\n", 6, 7, "did you mean 'epochs'"),
     ("unknown grouping in train", HEAD + PDE + "grouping two = [pde]\ntrain grouping = tw\n", 7, 18, "did you mean 'two'"),
     ("trailing comma", "problem p\nspace x in [0, 1],\n  y in [0, 1]\nfield u\n", 2, 19, "only inside brackets"),

@@ -63,13 +63,20 @@ def test_imtlg(m, correlated, seed):
 @pytest.mark.parametrize("scale_mode", ["min", "median", "rmse"])
 @pytest.mark.parametrize("m,correlated,seed", CASES[::3], ids=IDS[::3])
 def test_aligned_mtl(m, correlated, seed, scale_mode):
+    """reduce = mean is torchjd's AlignedMTL (default preference vector 1/m: weights B 1/m); reduce = sum is
+    the official code's sum of the aligned gradients: torchjd with the preference vector 1, m times the mean."""
     G = random_G(m, correlated=correlated, seed=seed)
-    reference = torchjd_aggregation.AlignedMTL(pref_vector=torch.ones(m, dtype=G.dtype), scale_mode=scale_mode)
-    close(aggregate("amtl", G, scale=scale_mode), reference(G), rtol=1e-6)
+    mean = torchjd_aggregation.AlignedMTL(scale_mode=scale_mode)(G)
+    total = torchjd_aggregation.AlignedMTL(pref_vector=torch.ones(m, dtype=G.dtype), scale_mode=scale_mode)(G)
+    close(aggregate("amtl", G, scale=scale_mode, reduce="mean"), mean, rtol=1e-6)
+    close(aggregate("amtl", G, scale=scale_mode, reduce="sum"), total, rtol=1e-6)
+    close(aggregate("amtl", G, scale=scale_mode, reduce="sum"), m * mean, rtol=1e-6)
+    close(aggregate("amtl", G, scale=scale_mode), mean, rtol=1e-6)  # the mean is the default
 
 
-def test_aligned_mtl_default_is_rmse():
+def test_aligned_mtl_defaults_are_rmse_and_mean():
     assert AlignedMTL().scale == "rmse"
+    assert AlignedMTL().reduce == "mean"
 
 
 @pytest.mark.parametrize("m,correlated,seed", CASES, ids=IDS)

@@ -59,13 +59,13 @@ def test_edge_cases(name, dtype):
     h = torch.tensor([0.5, 1.0, -1.0, 0.0], dtype=dtype)
     tol = dict(rtol=1e-4 if name == "cagrad" else 1e-5, atol=1e-5)
     stateless_expected = {
-        # m = 1: every method returns (a multiple of) the single gradient
+        # m = 1: every method returns (a multiple of) the single gradient (amtl: B = 1, its mean is g)
         "m1": {"none": g, "pcgrad": g, "cagrad": 1.5 / 1.25 * g, "imtlg": g, "amtl": g, "upgrad": g,
                "config": g},
         # opposite pair: nothing is conflict-free but 0
         "opposite": {k: torch.zeros_like(g) for k in METHODS},
-        # duplicate rows
-        "duplicate": {"none": 2 * g, "pcgrad": 2 * g, "cagrad": 2 * 1.5 / 1.25 * g, "imtlg": g, "amtl": 2 * g,
+        # duplicate rows (amtl: B = [[1, 1], [1, 1]] / 2, the mean of the aligned gradients is g; reduce = sum: 2g)
+        "duplicate": {"none": 2 * g, "pcgrad": 2 * g, "cagrad": 2 * 1.5 / 1.25 * g, "imtlg": g, "amtl": g,
                       "upgrad": g, "config": 2 * g},
     }
     cases = {"m1": g[None], "opposite": torch.stack([g, -g]), "duplicate": torch.stack([g, g])}
@@ -90,6 +90,26 @@ def test_edge_cases(name, dtype):
     assert torch.equal(run(name, torch.zeros(0, 4, dtype=dtype)), torch.zeros(4, dtype=dtype))
 
 
+def test_amtl_reduce_sum_is_m_times_the_mean():
+    g = torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64)
+    # the official code's sum: m = 1 is still g, duplicate rows give 2g (the mean gives g)
+    torch.testing.assert_close(aggregate("amtl", g[None], reduce="sum"), g)
+    torch.testing.assert_close(aggregate("amtl", torch.stack([g, g]), reduce="sum"), 2 * g)
+    for m in (2, 3, 5, 8):
+        G = random_G(m, 30, correlated=True, seed=m, dtype=torch.float64)
+        torch.testing.assert_close(aggregate("amtl", G, reduce="sum"), m * aggregate("amtl", G))
+
+
+def test_amtl_reduce_from_a_spec():
+    from pinnspec.lang import loads
+
+    head = "problem p\nspace x in [-1, 1]\ntime t in [0, 1]\nfield u\nequation pde: u_t - 0.01*u_xx = 0\n"
+    surgery = loads(head + "surgery amtl(scale = rmse, reduce = sum)\n").ir.training.surgery
+    assert surgery.name == "amtl" and surgery.options == {"scale": "rmse", "reduce": "sum"}
+    assert make(surgery.name, **surgery.options).reduce == "sum"
+    assert loads(head + "surgery amtl\n").ir.training.surgery.options == {"scale": "rmse", "reduce": "mean"}
+
+
 def test_config_two_losses_zero_gradient_is_not_nan():
     g = torch.tensor([3.0, 4.0])
     for G in (torch.stack([torch.zeros(2), g]), torch.stack([g, torch.zeros(2)])):
@@ -109,13 +129,15 @@ def test_config_conflict_free_and_equal_angles():
 def test_registry_and_keyword_arguments():
     assert set(METHODS) <= set(SURGERY.names())
     assert SURGERY.entry("cagrad").parameters() == {"c": 0.5}
-    assert SURGERY.entry("amtl").parameters() == {"scale": "rmse"}
+    assert SURGERY.entry("amtl").parameters() == {"scale": "rmse", "reduce": "mean"}
     assert SURGERY.entry("mconfig").parameters() == {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
     assert SURGERY.entry("none").parameters() == {}
     with pytest.raises(UnknownNameError, match="did you mean 'upgrad'"):
         aggregate("upgrd", torch.ones(2, 3))
     with pytest.raises(ValueError, match="scale"):
         make("amtl", scale="max")
+    with pytest.raises(ValueError, match="reduce must be one of 'mean', 'sum'"):
+        make("amtl", reduce="total")
     with pytest.raises(ValueError, match=r"\[m, p\]"):
         aggregate("none", torch.ones(3))
 
