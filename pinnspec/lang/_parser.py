@@ -330,6 +330,25 @@ def _describe_token(tok: Token) -> str:
     return f"'{tok}'"
 
 
+def _misspelled_keyword(tok: Token, expected: list[str], parser: Lark) -> str | None:
+    """The keyword a name at the start of a statement (``feild``) was probably meant to be, or None."""
+    from ..registry import did_you_mean
+
+    if tok.type != "NAME":
+        return None
+    words = [_literal(t, parser) for t in expected]
+    return did_you_mean(str(tok), [w for w in words if w.isalpha()])
+
+
+def _literal(terminal: str, parser: Lark) -> str:
+    """The fixed text of a terminal (a keyword's word), or '' for a pattern (NAME, NUMBER, ...)."""
+    try:
+        pattern = parser.get_terminal(terminal).pattern
+    except KeyError:
+        return ""
+    return pattern.value if pattern.type == "str" else ""
+
+
 # Examples of common mistakes -> what to say (Lark's match_examples).
 _EXAMPLES = {
     "a condition needs its name and ':' before the equation, e.g. 'equation pde: u_t = 0'": [
@@ -426,7 +445,10 @@ def syntax_error(err: UnexpectedInput, text: str, filename: str, postlex: Bracke
             line = tok.line
             column = tok.column
         friendly = _friendly_message(err, text)
-        if tok.type == "STRING":
+        keyword = _misspelled_keyword(tok, expected, parser) if line_start else None
+        if keyword:
+            message = f"unknown statement '{tok}'; did you mean '{keyword}'?"
+        elif tok.type == "STRING":
             message = (f"unexpected {tok}: a quoted string names a file (in 'data' and 'reference') "
                        "or is a keyword value in a call, e.g. mlp(activation = \"tanh\")")
         elif str(tok) in A.KEYWORDS and "NAME" in expected:

@@ -34,6 +34,10 @@ CASES = [
     ("unterminated string", HEAD + PDE + 'data obs from "obs.csv: u\n', 6, 15, "unterminated string"),
     ("keyword as field", HEAD + PDE + "field time\n", 6, 7, "reserved word"),
     ("keyword as let", HEAD + PDE + "let in = 3\n", 6, 5, "reserved word"),
+    ("misspelt field keyword", HEAD.replace("field u", "feild u"), 4, 1, "unknown statement 'feild'; did you mean 'field'"),
+    ("misspelt equation keyword", HEAD + "equaton pde: u_t = 0\n", 5, 1, "did you mean 'equation'"),
+    ("misspelt boundary keyword", HEAD + PDE + "boundry bc on x = 0: u = 0\n", 6, 1, "did you mean 'boundary'"),
+    ("misspelt training keyword", HEAD + PDE + "optimzer adam\n", 6, 1, "did you mean 'optimizer'"),
     # --- names
     ("unknown field", HEAD + "equation pde: u_t + w*u_x = 0\n", 5, 21, "unknown field 'w' (fields are: u)"),
     ("unknown name with hint", HEAD + "let nu = 0.1\nequation pde: u_t - nuu*u_xx = 0\n", 6, 21, "did you mean 'nu'"),
