@@ -7,7 +7,12 @@ Writes into ``RUN_DIR/plots/`` (or ``out_dir``):
 
     losses.png     per-condition and per-task losses (log scale); validation rel-L2
     conflicts.png  running conflict rates R_g, R_a, R_u, R_p; the learning rate
-    solution.png   reference / prediction / |error| per field (needs predictions.npz)
+    solution.png   reference / prediction / |error| per field (needs predictions.npz);
+                   the prediction alone for a problem without a reference solution
+
+and, for several runs of one problem (``pinnspec compare``), one PNG where you say:
+
+    pinnspec.plots.plot_comparison(["runs/main/config-gua", "runs/main/config"], "compare.png")
 
 Importing this package loads neither matplotlib nor torch; they load on the
 first call.  matplotlib is used through its Agg canvas only (no pyplot, no
@@ -16,7 +21,7 @@ global backend switch).
 
 from __future__ import annotations
 
-__all__ = ["plot_run"]
+__all__ = ["plot_run", "plot_comparison"]
 
 
 def plot_run(run_dir, out_dir=None) -> list[str]:
@@ -27,3 +32,16 @@ def plot_run(run_dir, out_dir=None) -> list[str]:
     from ._run import plot_run as _plot_run
 
     return _plot_run(run_dir, out_dir)
+
+
+def plot_comparison(run_dirs: list[str], out_path: str) -> str:
+    """Write one PNG comparing several runs of a problem; returns its path.
+
+    Three panels over the epochs: the validation rel-L2 of every run (log scale), the running
+    conflict rates R_u (solid) and R_p (dashed), and the total training loss (log scale); one
+    colour a run, named in the legend by its directory and its align setting (and every other
+    setting in which the runs differ).  Raises ``ValueError`` for an empty list, a run directory
+    that is missing or unreadable (as ``plot_run``), or an ``out_path`` that is a directory."""
+    from ._comparison import plot_comparison as _plot_comparison
+
+    return _plot_comparison(run_dirs, out_path)

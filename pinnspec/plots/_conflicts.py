@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._overlap import Series, add_note, draw_visibly
 from ._style import R_COLORS, fmt, new_figure, no_data, set_epoch_limits, set_title
 
+RATE_ATOL = 0.004  # on the 0..1 axis, rates closer than this draw as one line
 MEANING = {
     "R_g": "two task gradients conflict",
     "R_a": "surgery direction a vs a task",
@@ -38,22 +40,23 @@ def conflicts_figure(run):
     ax, ax_lr = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
     set_title(fig, run, "conflict rates")
 
-    masks = {key: (np.isfinite(h.get(key)) if h.get(key) is not None else np.zeros(len(epoch), bool))
-             for key in R_COLORS}
-    diagnosed = any(mask.any() for mask in masks.values())
-    drawn = 0
+    series, not_applicable = [], []
     for key, color in R_COLORS.items():
-        column, mask = h.get(key), masks[key]
+        column = h.get(key)
+        mask = np.isfinite(column) if column is not None else np.zeros(len(epoch), bool)
         if not mask.any():
-            if diagnosed:  # others were diagnosed, this one never (R_p without alignment)
-                ax.plot([], [], " ", label=f"{key}: not applicable ({MEANING[key]})")
+            not_applicable.append(key)
             continue
         cumulative, moving = running_rates(column[mask], window)
-        ex = epoch[mask]
-        ax.plot(ex, moving, color=color, lw=0.9, alpha=0.45)
-        ax.plot(ex, cumulative, color=color, lw=2, label=f"{key} = {fmt(cumulative[-1])}  ({MEANING[key]})")
-        drawn += 1
-    if drawn:
+        ax.plot(epoch[mask], moving, color=color, lw=0.9, alpha=0.45)
+        series.append(Series(key, epoch[mask], cumulative, dict(color=color, lw=2),
+                             label=f"{key} = {fmt(cumulative[-1])}  ({MEANING[key]})"))
+    if series:
+        groups = draw_visibly(ax, series, atol=RATE_ATOL, note_in_labels=False)
+        for key in not_applicable:  # others were diagnosed, this one never (R_p without alignment)
+            add_note(ax, f"{key}: not applicable ({MEANING[key]})")
+        for group in groups:
+            add_note(ax, group.note("every diagnosed epoch"))
         ax.plot([], [], color="0.3", lw=2, label="solid: cumulative mean")
         ax.plot([], [], color="0.3", lw=0.9, alpha=0.45, label=f"faint: moving average ({window} epochs)")
         ax.set_ylim(-0.03, 1.03)

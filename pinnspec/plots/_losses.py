@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._overlap import Series, add_note, draw_visibly
 from ._style import as_float, fmt, new_figure, no_data, readable_log_axis, set_epoch_limits, set_title
 
+LOSS_RTOL = 0.01  # on a log axis, curves within 1% of each other draw as one
 TASK_COLORS = ["black", "0.5", "saddlebrown", "darkslateblue", "darkolivegreen", "darkmagenta", "teal", "darkred"]
 
 
-def _positive(values: np.ndarray) -> np.ndarray:
+def positive(values: np.ndarray) -> np.ndarray:
     """Values for a log axis: non-positive and non-finite entries become gaps."""
     out = values.astype(float).copy()
     out[~(np.isfinite(out) & (out > 0))] = np.nan
@@ -27,32 +29,42 @@ def _marks(ax, run, epoch: np.ndarray, *, label: bool) -> None:
                 fontsize=8)
 
 
+def loss_series(run, style: dict) -> list[Series]:
+    """The per-condition (solid, coloured) and per-task (dashed, grey tones) loss curves."""
+    h, r = run.history, run.result
+    labels = r.get("tasks") if isinstance(r.get("tasks"), list) else []
+    series = [Series(f"condition {name[5:]}", h.epoch, positive(h.get(name)),
+                     dict(color=f"C{i % 10}", lw=1.8, **style), label=f"condition {name[5:]}")
+              for i, name in enumerate(h.conditions())]
+    for i, name in enumerate(h.tasks()):
+        k = int(name[4:])
+        short = f"task {labels[k]}" if k < len(labels) else f"task {k}"
+        series.append(Series(short, h.epoch, positive(h.get(name)),
+                             dict(color=TASK_COLORS[i % len(TASK_COLORS)], lw=1.2, ls="--", **style), label=short))
+    return series
+
+
 def losses_figure(run):
     h, r = run.history, run.result
     epoch = h.epoch
     style = {"marker": "o", "ms": 2.5} if len(epoch) < 40 else {}
-    fig = new_figure(11, 7.5)
-    ax, ax_val = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
+    validation = h.get("validation")
+    validated = validation is not None and np.isfinite(validation).any()
+    fig = new_figure(11, 7.5 if validated or run.has_reference else 6)
+    if validated or run.has_reference:
+        ax, ax_val = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
+    else:  # no reference, no validation: the losses alone
+        ax, ax_val = fig.subplots(1, 1), None
     set_title(fig, run, "losses")
 
-    drawn = 0
-    for i, name in enumerate(h.conditions()):
-        y = _positive(h.get(name))
-        if np.isfinite(y).any():
-            ax.plot(epoch, y, color=f"C{i % 10}", lw=1.8, label=f"condition {name[5:]}", **style)
-            drawn += 1
-    labels = r.get("tasks") if isinstance(r.get("tasks"), list) else []
-    for i, name in enumerate(h.tasks()):
-        k = int(name[4:])
-        y = _positive(h.get(name))
-        if np.isfinite(y).any():
-            label = f"task {k}: {labels[k]}" if k < len(labels) else f"task {k}"
-            ax.plot(epoch, y, color=TASK_COLORS[i % len(TASK_COLORS)], lw=1.2, ls="--", label=label, **style)
-            drawn += 1
-    if drawn:
+    series = loss_series(run, style)
+    if any(np.isfinite(s.y).any() for s in series):
+        draw_visibly(ax, series, rtol=LOSS_RTOL)
         ax.set_yscale("log")
         readable_log_axis(ax)
         _marks(ax, run, epoch, label=True)
+        if ax_val is None:
+            add_note(ax, "no reference: no validation error")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
                   title="solid: conditions\ndashed: tasks", title_fontsize=8)
         ax.grid(True, which="major", alpha=0.3)
@@ -60,24 +72,30 @@ def losses_figure(run):
     else:
         no_data(ax, "no finite positive losses in history.csv", shared_x=True)
 
-    validation = h.get("validation")
-    where = {"points": "validation points", "test": "the test set"}.get(r.get("validation"), "")
-    if validation is not None and np.isfinite(validation).any():
-        mask = np.isfinite(validation)
-        ex, vy = epoch[mask], validation[mask]
-        ax_val.plot(ex, vy, "o-", ms=3, lw=1, color="tab:purple", label="validation rel-L2")
-        best = int(np.argmin(vy))
-        ax_val.plot(ex[best], vy[best], "*", ms=12, color="gold", mec="black", mew=0.6,
-                    label=f"min {fmt(vy[best])} at epoch {int(ex[best])}")
-        if (vy > 0).all():
-            ax_val.set_yscale("log")
-            readable_log_axis(ax_val)
-        _marks(ax_val, run, epoch, label=False)
-        ax_val.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-        ax_val.grid(True, which="major", alpha=0.3)
-        ax_val.set_ylabel("rel-L2" + (f"\n(on {where})" if where else ""))
-    else:
-        no_data(ax_val, "no validation yet", shared_x=True)
-    ax_val.set_xlabel("epoch")
-    set_epoch_limits(ax_val, epoch)
+    if ax_val is not None:
+        _validation_panel(ax_val, run, validation if validated else None)
+    (ax_val or ax).set_xlabel("epoch")
+    set_epoch_limits(ax_val or ax, epoch)
     return fig
+
+
+def _validation_panel(ax, run, validation: np.ndarray | None) -> None:
+    epoch = run.history.epoch
+    if validation is None:
+        no_data(ax, "no validation yet" if run.has_reference else "no reference: no validation error",
+                shared_x=True)
+        return
+    where = {"points": "validation points", "test": "the test set"}.get(run.result.get("validation"), "")
+    mask = np.isfinite(validation)
+    ex, vy = epoch[mask], validation[mask]
+    ax.plot(ex, vy, "o-", ms=3, lw=1, color="tab:purple", label="validation rel-L2")
+    best = int(np.argmin(vy))
+    ax.plot(ex[best], vy[best], "*", ms=12, color="gold", mec="black", mew=0.6,
+            label=f"min {fmt(vy[best])} at epoch {int(ex[best])}")
+    if (vy > 0).all():
+        ax.set_yscale("log")
+        readable_log_axis(ax)
+    _marks(ax, run, epoch, label=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_ylabel("rel-L2" + (f"\n(on {where})" if where else ""))

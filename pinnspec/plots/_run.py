@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._style import as_float
+
 HISTORY, RESULT, PREDICTIONS = "history.csv", "result.json", "predictions.npz"
 
 
@@ -39,7 +41,7 @@ class History:
 @dataclass
 class Predictions:
     points: np.ndarray  # [N, d]
-    reference: np.ndarray  # [N, F]
+    reference: np.ndarray | None  # [N, F]; None for a problem without a reference solution
     prediction: np.ndarray  # [N, F]
     coordinates: list[str]
     fields: list[str]
@@ -51,6 +53,19 @@ class Run:
     history: History
     result: dict = field(default_factory=dict)
     predictions: Predictions | None = None
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(os.path.normpath(self.path))
+
+    @property
+    def has_reference(self) -> bool:
+        """False when the problem has no reference solution: predictions.npz without ``reference``,
+        or (without predictions) a result.json whose final test error is null after training."""
+        if self.predictions is not None:
+            return self.predictions.reference is not None
+        trained = (as_float(self.result.get("epochs_done")) or 0) > 0
+        return not (trained and "rel_l2_final" in self.result and self.result["rel_l2_final"] is None)
 
 
 # ---------------------------------------------------------------------- reading
@@ -94,6 +109,12 @@ def read_result(path: str) -> dict:
     return data
 
 
+def _columns(array) -> np.ndarray:
+    """A float array with a 1-d one as a single column."""
+    array = np.asarray(array, dtype=float)
+    return array[:, None] if array.ndim == 1 else array
+
+
 def read_predictions(path: str) -> Predictions | None:
     if not os.path.exists(path):
         return None
@@ -102,24 +123,19 @@ def read_predictions(path: str) -> Predictions | None:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
         raise ValueError(f"cannot read {path}: {err}") from None
-    missing = [k for k in ("points", "reference", "prediction") if k not in arrays]
+    missing = [k for k in ("points", "prediction") if k not in arrays]
     if missing:
         raise ValueError(f"{path} lacks {', '.join(missing)}")
-    points = np.asarray(arrays["points"], dtype=float)
-    reference = np.asarray(arrays["reference"], dtype=float)
-    prediction = np.asarray(arrays["prediction"], dtype=float)
-    if points.ndim == 1:
-        points = points[:, None]
-    if reference.ndim == 1:
-        reference = reference[:, None]
-    if prediction.ndim == 1:
-        prediction = prediction[:, None]
+    points, prediction = _columns(arrays["points"]), _columns(arrays["prediction"])
+    reference = _columns(arrays["reference"]) if "reference" in arrays else None
     if points.ndim != 2 or len(points) == 0 or points.shape[1] == 0:
         raise ValueError(f"{path}: points must be a non-empty [N, d] array, got shape {points.shape}")
-    if reference.shape != prediction.shape or reference.ndim != 2 or len(reference) != len(points):
+    if prediction.ndim != 2 or len(prediction) != len(points):
+        raise ValueError(f"{path}: prediction {prediction.shape} must be [N, F] with N = {len(points)} points")
+    if reference is not None and reference.shape != prediction.shape:
         raise ValueError(f"{path}: reference {reference.shape} and prediction {prediction.shape} "
                          f"must both be [N, F] with N = {len(points)} points")
-    d, f = points.shape[1], reference.shape[1]
+    d, f = points.shape[1], prediction.shape[1]
     coordinates = [str(c) for c in np.atleast_1d(arrays.get("coordinates", np.array([])))]
     fields = [str(c) for c in np.atleast_1d(arrays.get("fields", np.array([])))]
     if len(coordinates) != d:
@@ -129,7 +145,9 @@ def read_predictions(path: str) -> Predictions | None:
     return Predictions(points, reference, prediction, coordinates, fields)
 
 
-def load_run(run_dir) -> Run:
+def load_run(run_dir, *, predictions: bool = True) -> Run:
+    """Read a run directory (``predictions=False``: not its predictions.npz); ``ValueError`` when
+    it is missing, not a run directory, or holds a file that cannot be read."""
     run_dir = os.fspath(run_dir)
     if not os.path.isdir(run_dir):
         what = "is not a directory" if os.path.exists(run_dir) else "does not exist"
@@ -140,7 +158,7 @@ def load_run(run_dir) -> Run:
                          "or the run has not written its first checkpoint yet")
     return Run(path=run_dir, history=read_history(history_path),
                result=read_result(os.path.join(run_dir, RESULT)),
-               predictions=read_predictions(os.path.join(run_dir, PREDICTIONS)))
+               predictions=read_predictions(os.path.join(run_dir, PREDICTIONS)) if predictions else None)
 
 
 # ---------------------------------------------------------------------- writing

@@ -1,4 +1,5 @@
-"""solution.png: reference / prediction / |error| for each field, from predictions.npz.
+"""solution.png: reference / prediction / |error| for each field, from predictions.npz (the
+prediction alone when the problem has no reference solution).
 
 What is drawn depends on the test points (``points [N, d]``):
 
@@ -150,23 +151,59 @@ def _draw_2d(fig, ax, view: View, points, values, limits, cmap, tri):
     fig.colorbar(mappable, ax=ax, shrink=0.95, ticks=MaxNLocator(6))  # not the 41 contour levels
 
 
+def _view_and_triangles(points: np.ndarray, coordinates: list[str]):
+    """The view of the test points and, for scattered 2-d points, their triangulation."""
+    view = choose_view(points, coordinates)
+    tri = None
+    if view.kind == "tri":
+        tri = _triangulation(points[view.rows, 0], points[view.rows, 1])
+        if tri is None:
+            view.note += " (no triangulation: scatter)"
+    return view, tri
+
+
+def prediction_figure(run):
+    """No reference solution: the prediction of each field alone, up to three panels a row."""
+    pred = run.predictions
+    points, prediction, coordinates = pred.points, pred.prediction, pred.coordinates
+    view, tri = _view_and_triangles(points, coordinates)
+    F = prediction.shape[1]
+    ncols = min(F, 3)
+    fig = new_figure(max(8.0, 4.8 * ncols), 3.4 * math.ceil(F / ncols) + 1.6)
+    axes = np.asarray(fig.subplots(math.ceil(F / ncols), ncols, squeeze=False)).ravel()
+    set_title(fig, run, "solution", extra=f"the prediction alone (no reference solution, so no error panel); {view.note}")
+    rows = view.rows
+    for f, (ax, name) in enumerate(zip(axes, pred.fields)):
+        ax.set_title(f"{name}: prediction", fontsize=9)
+        if view.kind == "line":
+            ax.plot(points[rows, 0], prediction[rows, f], color="tab:red", lw=1.4)
+            ax.set_xlabel(coordinates[0])
+            ax.set_ylabel(name)
+            ax.grid(True, alpha=0.3)
+        elif not len(rows):
+            no_data(ax, "no test points in the slice")
+        else:
+            _draw_2d(fig, ax, view, points, prediction[:, f], _limits(prediction[rows, f]), FIELD_CMAP, tri)
+            ax.set_xlabel(coordinates[0])
+            ax.set_ylabel(coordinates[1])
+    for ax in axes[F:]:
+        ax.set_visible(False)
+    return fig
+
+
 def solution_figure(run):
     pred = run.predictions
+    if pred.reference is None:
+        return prediction_figure(run)
     points, reference, prediction = pred.points, pred.reference, pred.prediction
     coordinates, fields = pred.coordinates, pred.fields
-    n, d = points.shape
-    view = choose_view(points, coordinates)
+    view, tri = _view_and_triangles(points, coordinates)
     error = np.abs(prediction - reference)  # [N, F]
 
     F = reference.shape[1]
     ncols = 2 if view.kind == "line" else 3
     fig = new_figure(11 if ncols == 2 else 14, 3.1 * F + 1.4)
     axes = np.asarray(fig.subplots(F, ncols, squeeze=False))
-    tri = None
-    if view.kind == "tri":
-        tri = _triangulation(points[view.rows, 0], points[view.rows, 1])
-        if tri is None:
-            view.note += " (no triangulation: scatter)"
     set_title(fig, run, "solution", extra=view.note)
     for f, name in enumerate(fields):
         ok = np.isfinite(reference[:, f]) & np.isfinite(prediction[:, f])

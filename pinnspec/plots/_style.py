@@ -50,11 +50,60 @@ def fmt(value, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
-def title(run, what: str, extra: str | None = None) -> str:
-    """Problem, status, test rel-L2 (first line); surgery/optimizer/align (and params) below."""
+SETTINGS = ("grouping", "surgery", "optimizer", "align", "model")
+SEPARATOR = " · "
+CONTINUATION = "    "
+
+
+def title_width(fig) -> int:
+    """About how many characters of a 10-point title fit across ``fig``."""
+    return int(fig.get_figwidth() * 12)
+
+
+def call_lines(text: str, width: int) -> list[str]:
+    """``text`` on one line when it fits in ``width`` characters; else broken only after the commas
+    between the top-level arguments of its call(s), continuation lines indented."""
+    if len(text) <= width:
+        return [text]
+    pieces, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += (char in "([{") - (char in ")]}")
+        if char == "," and depth == 1:
+            pieces.append(text[start:i + 1].strip())
+            start = i + 1
+    pieces.append(text[start:].strip())
+    lines = [pieces[0]]
+    for piece in pieces[1:]:
+        if len(lines[-1]) + 1 + len(piece) <= width:
+            lines[-1] += " " + piece
+        else:
+            lines.append(CONTINUATION + piece)
+    return lines
+
+
+def settings_lines(items: list[str], width: int) -> list[str]:
+    """Settings such as "align gua(metric = adam, rho_m = 0.1)" packed into lines of ``width``
+    characters, broken between items (never inside a call unless one call alone is too long)."""
+    lines: list[str] = []
+    packable = False  # whether the last line may take another item
+    for item in items:
+        parts = call_lines(item, width)
+        if packable and len(parts) == 1 and len(lines[-1]) + len(SEPARATOR) + len(item) <= width:
+            lines[-1] += SEPARATOR + item
+        else:
+            lines += parts
+        packable = len(parts) == 1
+    return lines
+
+
+def headline(run, what: str) -> str:
+    """"problem — what — test rel-L2 ... (best-validation epoch ...) — N epochs"."""
     r = run.result
     problem = r.get("problem") or os.path.basename(os.path.normpath(run.path))
-    line = f"{problem} — {what} — test rel-L2 {fmt(r.get('rel_l2'))}"
+    if run.has_reference:
+        line = f"{problem} — {what} — test rel-L2 {fmt(r.get('rel_l2'))}"
+    else:
+        line = f"{problem} — {what} — no reference: no test error"
     best = r.get("best_epoch")
     if best is not None:
         line += f" (best-validation epoch {best})"
@@ -65,24 +114,33 @@ def title(run, what: str, extra: str | None = None) -> str:
             line += f" after {done} of {total} epochs"
     elif done is not None:
         line += f" — {done} epochs"
-    setup = [f"{key} {r[key]}" for key in ("surgery", "optimizer", "align") if r.get(key)]
-    lines = [line]
-    if setup:
-        lines += textwrap.wrap(" · ".join(setup), width=130)
-    if status and status != "completed" and r.get("message"):
-        lines += textwrap.wrap(str(r["message"]), width=130)
+    return line
+
+
+def setting_items(result: dict, keys=SETTINGS) -> list[str]:
+    return [f"{key} {result[key]}" for key in keys if result.get(key) not in (None, "")]
+
+
+def title(run, what: str, extra: str | None = None, width: int = 130) -> str:
+    """The headline; the run's settings (grouping, surgery, optimizer, align, model, as result.json
+    states them), broken between settings; a non-completed run's message; learned parameters."""
+    r = run.result
+    lines = [headline(run, what)] + settings_lines(setting_items(r), width)
+    if r.get("status") not in (None, "completed") and r.get("message"):
+        lines += textwrap.wrap(str(r["message"]), width=width)
     params = r.get("params") or {}
     if isinstance(params, dict) and params:
-        lines.append("learned: " + ", ".join(f"{k} = {fmt(v, 4)}" for k, v in params.items()))
+        learned = [f"{k} = {fmt(v, 4)}" for k, v in params.items()]
+        lines += settings_lines([f"learned: {learned[0]}"] + learned[1:], width)
     if not r:
         lines.append("(no result.json)")
     if extra:
-        lines += textwrap.wrap(extra, width=130)
+        lines += textwrap.wrap(extra, width=width, break_on_hyphens=False)
     return "\n".join(lines)
 
 
 def set_title(fig, run, what: str, extra: str | None = None) -> None:
-    fig.suptitle(title(run, what, extra), fontsize=10)
+    fig.suptitle(title(run, what, extra, width=title_width(fig)), fontsize=10)
 
 
 def no_data(ax, message: str, *, shared_x: bool = False) -> None:
@@ -95,15 +153,22 @@ def no_data(ax, message: str, *, shared_x: bool = False) -> None:
 
 def set_epoch_limits(ax, epoch) -> None:
     """x from the first to the last epoch (a little margin when there are only one or two),
-    integer ticks."""
+    integer ticks, the last epoch among them."""
     import numpy as np
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import FixedLocator, MaxNLocator
 
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     finite = epoch[np.isfinite(epoch)]
-    if len(finite):
-        lo, hi = float(finite.min()), float(finite.max())
-        ax.set_xlim((lo - 0.5, hi + 0.5) if hi - lo < 2 else (lo, hi))
+    if not len(finite):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+        return
+    lo, hi = float(finite.min()), float(finite.max())
+    ax.set_xlim((lo - 0.5, hi + 0.5) if hi - lo < 2 else (lo, hi))
+    ticks = [t for t in MaxNLocator(integer=True, min_n_ticks=1).tick_values(lo, hi) if lo <= t <= hi]
+    if ticks and ticks[-1] != hi and len(ticks) > 1 and hi - ticks[-1] < 0.5 * (ticks[-1] - ticks[-2]):
+        ticks.pop()  # too close to the last epoch's label
+    if hi not in ticks:
+        ticks.append(hi)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
 
 
 def readable_log_axis(ax) -> None:

@@ -1,8 +1,6 @@
 """`pinnspec plot RUN_DIR`: plots of hand-built run directories (every layout of test
 points) and of one real training run."""
 
-import csv
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,89 +11,9 @@ import pytest
 from pinnspec.plots import plot_run
 from pinnspec.plots._conflicts import running_rates, window_for
 from pinnspec.plots._solution import _triangulation, choose_view, grid_of
+from rundirs import assert_pngs, grid, make_run, write_history, write_result
 
 ROOT = Path(__file__).resolve().parents[2]
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-# ---------------------------------------------------------------------- building run directories
-def write_history(run: Path, epochs: int = 50, conditions=("pde", "ic", "bc"), tasks=2, aligned=True,
-                  every: int = 10, diverged: bool = False) -> None:
-    rng = np.random.default_rng(0)
-    columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(tasks)] + [f"loss:{c}" for c in conditions]
-               + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"])
-    rows = []
-    for e in range(epochs):
-        row = {"epoch": e, "lr": 1e-3 * min(1.0, e / 10)}
-        cond = {c: float(np.exp(-e / 20 - k) * (1 + 0.1 * rng.random())) for k, c in enumerate(conditions)}
-        for c, v in cond.items():
-            row[f"loss:{c}"] = v
-        values = list(cond.values())
-        task_values = [sum(values[i::tasks]) for i in range(tasks)]
-        for i, v in enumerate(task_values):
-            row[f"task{i}"] = v
-        row["loss"] = sum(task_values)
-        if e > 0:  # epoch 0 is the zero-rate warmup: no diagnosis
-            row["R_g"] = int(rng.random() < 0.6)
-            row["R_a"] = 0
-            row["R_u"] = int(rng.random() < 0.3)
-            if aligned:
-                row["R_p"] = 0
-                row["projected"] = row["R_u"]
-                row["cos_pu"] = 0.9
-        if (e + 1) % every == 0 or e == epochs - 1:
-            row["validation"] = 0.5 * np.exp(-e / 40)
-        rows.append(row)
-    if diverged:
-        rows.append({"epoch": epochs, "loss": float("nan")})
-    with open(run / "history.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-
-
-def write_result(run: Path, tasks=("N", "pool(ic, bc)"), status="completed", **extra) -> None:
-    result = {"problem": "synthetic", "surgery": "config()", "optimizer": "adam(lr = 0.001)",
-              "align": "gua(metric = adam)", "grouping": "two", "seed": 0, "epochs": 50, "epochs_done": 50,
-              "status": status, "rel_l2": 0.0123, "rel_l2_final": 0.02, "best_epoch": 49,
-              "best_validation": 0.15, "validation": "points", "rates": {}, "params": {}, "tasks": list(tasks),
-              **extra}
-    (run / "result.json").write_text(json.dumps(result))
-
-
-def write_predictions(run: Path, points: np.ndarray, fields=("u",), coordinates=None, noise=0.05) -> None:
-    d = points.shape[1]
-    coordinates = coordinates or ["x", "y", "z", "t"][:d]
-    reference = np.stack([np.sin(np.pi * (k + 1) * points.sum(axis=1)) for k in range(len(fields))], axis=1)
-    prediction = reference + noise * np.cos(3 * points[:, :1])
-    np.savez(run / "predictions.npz", points=points, reference=reference, prediction=prediction,
-             coordinates=np.array(coordinates), fields=np.array(fields))
-
-
-def grid(*axes) -> np.ndarray:
-    mesh = np.meshgrid(*axes, indexing="ij")
-    return np.stack([m.reshape(-1) for m in mesh], axis=1)
-
-
-def make_run(tmp_path: Path, points=None, fields=("u",), name="run", **history) -> Path:
-    run = tmp_path / name
-    run.mkdir()
-    write_history(run, **history)
-    write_result(run)
-    if points is not None:
-        write_predictions(run, points, fields)
-    return run
-
-
-def assert_pngs(paths, names) -> None:
-    assert [Path(p).name for p in paths] == list(names)
-    for p in paths:
-        data = Path(p).read_bytes()
-        assert len(data) > 5000, p
-        assert data.startswith(PNG_MAGIC), p
-    folder = Path(paths[0]).parent
-    assert not list(folder.glob(".tmp-*")), "atomic writes left a temp file"
 
 
 ALL = ("losses.png", "conflicts.png", "solution.png")
@@ -125,10 +43,10 @@ def test_every_layout_writes_three_pngs(tmp_path, label, points, fields, kind):
 
 def test_blank_R_p_and_a_diverged_run(tmp_path):
     run = make_run(tmp_path, np.linspace(0, 1, 50)[:, None], fields=("u", "v"), aligned=False, diverged=True)
-    write_result(run, status="diverged", message="training diverged at epoch 50")
+    write_result(run, status="diverged", message="training diverged at epoch 51")
     header = (run / "history.csv").read_text().splitlines()
     assert header[2].split(",")[11] == ""  # R_p blank on a diagnosed epoch
-    assert header[-1].startswith("50,,nan")
+    assert header[-1].startswith("51,,nan")
     assert_pngs(plot_run(run), ALL)
 
 
@@ -143,7 +61,7 @@ def test_a_run_without_predictions_or_result_still_gets_the_curves(tmp_path):
 def test_a_single_epoch_and_an_out_dir(tmp_path):
     run = tmp_path / "one"
     run.mkdir()
-    write_history(run, epochs=1)  # epoch 0 only: nothing diagnosed, lr 0
+    write_history(run, epochs=1)  # epoch 1 only: nothing diagnosed, lr 0
     out = tmp_path / "elsewhere"
     paths = plot_run(str(run), out_dir=str(out))
     assert_pngs(paths, ("losses.png", "conflicts.png"))
@@ -174,7 +92,8 @@ def test_no_history_raises(tmp_path):
 @pytest.mark.parametrize("broken, match", [
     ("history", "column 'loss' holds 'abc'"),
     ("result", "cannot read .*result.json"),
-    ("npz-shape", "must both be \\[N, F\\]"),
+    ("npz-shape", "prediction \\(9, 1\\) must be \\[N, F\\] with N = 10 points"),
+    ("npz-reference-shape", "reference \\(10, 2\\) and prediction \\(10, 1\\) must both be \\[N, F\\]"),
     ("npz-keys", "lacks prediction"),
     ("npz-garbage", "cannot read .*predictions.npz"),
 ])
@@ -187,6 +106,9 @@ def test_unreadable_files_raise_value_error(tmp_path, broken, match):
     elif broken == "npz-shape":
         np.savez(run / "predictions.npz", points=np.zeros((10, 1)), reference=np.zeros((10, 1)),
                  prediction=np.zeros((9, 1)))
+    elif broken == "npz-reference-shape":
+        np.savez(run / "predictions.npz", points=np.zeros((10, 1)), reference=np.zeros((10, 2)),
+                 prediction=np.zeros((10, 1)))
     elif broken == "npz-keys":
         np.savez(run / "predictions.npz", points=np.zeros((10, 1)), reference=np.zeros((10, 1)))
     else:
