@@ -59,10 +59,12 @@ def comparison_figure(runs):
 
 
 def _title(runs, width: int) -> str:
-    problems = list(dict.fromkeys(run.result.get("problem") or "?" for run in runs))
-    line = f"{problems[0]} — comparison of {len(runs)} run{'s' if len(runs) > 1 else ''}"
-    if len(problems) > 1:
-        line = f"comparison of {len(runs)} runs of different problems: {', '.join(problems)}"
+    problems = list(dict.fromkeys(run.result["problem"] for run in runs if run.result.get("problem")))
+    line = f"comparison of {len(runs)} run{'s' if len(runs) > 1 else ''}"
+    if len(problems) == 1:
+        line = f"{problems[0]} — {line}"
+    elif problems:
+        line += f" of different problems: {', '.join(problems)}"
     common = setting_items(runs[0].result, [key for key in _shared_settings(runs) if key != "align"])
     return "\n".join([line] + settings_lines(common, width))
 
@@ -75,6 +77,8 @@ def _run_label(run, name: str, shared: list[str]) -> str:
     """The run's name, its align setting and every setting in which the runs differ."""
     items = setting_items(run.result, [key for key in SETTINGS if key == "align" or key not in shared])
     lines = [name] + [line for item in items for line in call_lines(item, LEGEND_WIDTH)]
+    if not run.result:
+        lines.append("(no result.json)")
     return "\n".join(lines)
 
 
@@ -117,14 +121,16 @@ def _rates_panel(ax, runs, names, colors) -> None:
     series, summaries = [], []
     for run, name, color in zip(runs, names, colors):
         h, finals = run.history, []
+        diagnosed = {rate: h.finite(rate) for rate in RATE_STYLES}
         for rate, linestyle in RATE_STYLES.items():
-            column = h.get(rate)
-            mask = np.isfinite(column) if column is not None else None
-            if mask is None or not mask.any():
-                finals.append(f"{rate} not applicable" if rate == "R_p" else f"{rate}: no diagnosed epoch")
+            mask = diagnosed[rate]
+            if not mask.any():  # R_p alone blank: the run does not align
+                blank = "not applicable" if rate == "R_p" and diagnosed["R_u"].any() else "no diagnosed epoch"
+                finals.append(f"{rate} {blank}")
                 continue
-            cumulative, _ = running_rates(column[mask], window=1)
-            series.append(Series(f"{name} {rate}", h.epoch[mask], cumulative, dict(color=color, lw=1.8, ls=linestyle)))
+            cumulative, _ = running_rates(h.get(rate)[mask], window=1)
+            style = dict(color=color, lw=1.8, ls=linestyle)
+            series.append(Series(f"{name} {rate}", h.epoch[mask], cumulative, style))
             finals.append(f"{rate} = {fmt(cumulative[-1])}")
         summaries.append((color, f"{name}: {', '.join(finals)}"))
     if not series:

@@ -42,8 +42,7 @@ def conflicts_figure(run):
 
     series, not_applicable = [], []
     for key, color in R_COLORS.items():
-        column = h.get(key)
-        mask = np.isfinite(column) if column is not None else np.zeros(len(epoch), bool)
+        column, mask = h.get(key), h.finite(key)
         if not mask.any():
             not_applicable.append(key)
             continue

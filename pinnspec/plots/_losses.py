@@ -50,10 +50,11 @@ def losses_figure(run):
     style = {"marker": "o", "ms": 2.5} if len(epoch) < 40 else {}
     validation = h.get("validation")
     validated = validation is not None and np.isfinite(validation).any()
-    fig = new_figure(11, 7.5 if validated or run.has_reference else 6)
     if validated or run.has_reference:
+        fig = new_figure(11, 7.5)
         ax, ax_val = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
-    else:  # no reference, no validation: the losses alone
+    else:  # no reference, so no validation: the losses alone
+        fig = new_figure(11, 6)
         ax, ax_val = fig.subplots(1, 1), None
     set_title(fig, run, "losses")
 
@@ -70,12 +71,14 @@ def losses_figure(run):
         ax.grid(True, which="major", alpha=0.3)
         ax.set_ylabel("loss (log scale)")
     else:
-        no_data(ax, "no finite positive losses in history.csv", shared_x=True)
+        no_data(ax, "no finite positive losses in history.csv"
+                + ("\nno reference: no validation error" if ax_val is None else ""), shared_x=True)
 
     if ax_val is not None:
         _validation_panel(ax_val, run, validation if validated else None)
-    (ax_val or ax).set_xlabel("epoch")
-    set_epoch_limits(ax_val or ax, epoch)
+    bottom = ax if ax_val is None else ax_val
+    bottom.set_xlabel("epoch")
+    set_epoch_limits(bottom, epoch)
     return fig
 
 

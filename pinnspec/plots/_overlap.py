@@ -2,10 +2,11 @@
 them so that every one stays visible.
 
 Two series coincide when one lies on the other wherever it is drawn (its finite x values are
-among the other's, and there the y values agree within ``atol + rtol * max(|a|, |b|)``): a condition that is a task of its own, R_a and R_p both 0
-throughout, two runs with the same curve.  Of a group of coinciding series the first is drawn
-over a wide translucent band (where the others lie on it) and the others on top of it, each
-with its own markers at staggered points; the legend says which are equal ("=", to the rounding of history.csv) or only
+among the other's, and there the y values agree within ``atol + rtol * max(|a|, |b|)``): a
+condition that is a task of its own, R_a and R_p both 0 throughout, two runs with the same
+curve.  Of a group of coinciding series the first is drawn over a wide translucent band (where
+the others lie on it) and the others on top of it, each with its own markers at staggered
+points; the legend says which are equal ("=", to the rounding of history.csv) or only
 indistinguishable at the plot's scale ("≈").
 """
 
@@ -15,6 +16,8 @@ import textwrap
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ._style import fmt
 
 EXACT_RTOL = 1e-6  # history.csv writes 9 significant digits: closer than this is the same number
 MEMBER_MARKERS = ("x", "^", "s", "D", "v", "+")
@@ -32,7 +35,7 @@ class Series:
 
 @dataclass
 class Group:
-    """Series that coincide: ``members[0]`` is drawn as the band under the others."""
+    """Series that coincide: ``members[0]`` is drawn over a band, the others on top of it."""
 
     members: list[Series]
     equal: bool  # every member equals the first to rounding (else only within the plot's tolerance)
@@ -50,8 +53,6 @@ class Group:
 
     def note(self, where: str = "every epoch") -> str:
         """One line for the legend: "R_a = R_p = 0 throughout", "A = B on every epoch", "A ≈ B"."""
-        from ._style import fmt
-
         value = self.constant()
         if value is not None:
             return f"{' = '.join(self.names)} = {fmt(value)} throughout"

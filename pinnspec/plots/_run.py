@@ -30,6 +30,11 @@ class History:
     def get(self, name: str) -> np.ndarray | None:
         return self.columns.get(name)
 
+    def finite(self, name: str) -> np.ndarray:
+        """[n_rows] bool: the rows where column ``name`` holds a number (none without the column)."""
+        column = self.columns.get(name)
+        return np.isfinite(column) if column is not None else np.zeros(len(self.epoch), bool)
+
     def conditions(self) -> list[str]:
         return [c for c in self.columns if c.startswith("loss:")]
 
@@ -53,10 +58,6 @@ class Run:
     history: History
     result: dict = field(default_factory=dict)
     predictions: Predictions | None = None
-
-    @property
-    def name(self) -> str:
-        return os.path.basename(os.path.normpath(self.path))
 
     @property
     def has_reference(self) -> bool:

@@ -171,7 +171,8 @@ def prediction_figure(run):
     ncols = min(F, 3)
     fig = new_figure(max(8.0, 4.8 * ncols), 3.4 * math.ceil(F / ncols) + 1.6)
     axes = np.asarray(fig.subplots(math.ceil(F / ncols), ncols, squeeze=False)).ravel()
-    set_title(fig, run, "solution", extra=f"the prediction alone (no reference solution, so no error panel); {view.note}")
+    set_title(fig, run, "solution",
+              extra=f"the prediction alone (no reference solution, so no error panel); {view.note}")
     rows = view.rows
     for f, (ax, name) in enumerate(zip(axes, pred.fields)):
         ax.set_title(f"{name}: prediction", fontsize=9)

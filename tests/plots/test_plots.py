@@ -163,6 +163,7 @@ def test_running_rates():
 
 def test_importing_plots_loads_neither_torch_nor_matplotlib():
     code = ("import pinnspec.plots, sys\n"
+            "assert callable(pinnspec.plots.plot_comparison) and 'plot_comparison' in pinnspec.plots.__all__\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'matplotlib')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"

@@ -104,6 +104,9 @@ def test_settings_break_between_items_never_inside_a_call():
     call = "align gua(metric = adam(beta1 = 0.9, beta2 = 0.999), rho_m = 0.1, rho_v = 0.03)"
     assert call_lines(call, width=60) == ["align gua(metric = adam(beta1 = 0.9, beta2 = 0.999),",
                                           "    rho_m = 0.1, rho_v = 0.03)"]
+    assert settings_lines(["grouping two", call, "model mlp()", "seed 0"], width=60) == [
+        "grouping two", "align gua(metric = adam(beta1 = 0.9, beta2 = 0.999),", "    rho_m = 0.1, rho_v = 0.03)",
+        "model mlp() · seed 0"]  # what follows a broken call starts a line of its own
 
 
 def test_titles_state_the_resolved_settings_on_whole_lines(tmp_path):
