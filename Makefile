@@ -15,13 +15,16 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
-# The main job: Burgers (2-loss, ConFIG + Adam) for 2000 epochs with GUA and without.
+# The main job: Burgers (2-loss, ConFIG + Adam) for 2000 epochs with GUA and without, then their comparison.
+# Each `make run` replaces its previous runs in runs/main (--overwrite).
 MAIN_EPOCHS ?= 2000
 run: setup
-	$(BIN)/pinnspec check specs/*.pinn examples/*/*.pinn
-	$(BIN)/pinnspec train specs/burgers.pinn --epochs $(MAIN_EPOCHS) --out runs/main/config-gua --quiet
-	$(BIN)/pinnspec train specs/burgers.pinn --epochs $(MAIN_EPOCHS) --align none --out runs/main/config --quiet
+	$(BIN)/pinnspec check specs examples
+	@echo "make run: training into runs/main/config-gua and runs/main/config (replaces the previous make run's output in runs/main)"
+	$(BIN)/pinnspec train specs/burgers.pinn --epochs $(MAIN_EPOCHS) --out runs/main/config-gua --overwrite --quiet
+	$(BIN)/pinnspec train specs/burgers.pinn --epochs $(MAIN_EPOCHS) --align none --out runs/main/config --overwrite --quiet
 	$(BIN)/pinnspec plot runs/main/config-gua
+	$(BIN)/pinnspec compare runs/main/config-gua runs/main/config --out runs/main/comparison.png
 
 test: setup
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 import traceback
 
+from .. import __version__
 from ..lang import SpecError, load
 
 EXIT_OK, EXIT_USER, EXIT_INTERNAL = 0, 1, 2
@@ -15,21 +17,32 @@ class UserError(Exception):
 
 
 def _cmd_check(args) -> int:
-    failed = False
+    ok = True
     for path in args.files:
-        try:
-            spec = load(path)
-        except SpecError as err:
-            print(err.render(), file=sys.stderr)
-            failed = True
-            continue
-        except OSError as err:
-            print(f"{path}: error: cannot read the file ({err.strerror})", file=sys.stderr)
-            failed = True
-            continue
-        if spec.warnings:
-            print(spec.render_warnings(), file=sys.stderr)
-    return EXIT_USER if failed else EXIT_OK
+        files = _pinn_files_in(path) if os.path.isdir(path) else [path]
+        if not files:
+            print(f"{path}: error: no .pinn file in this directory or below it", file=sys.stderr)
+        ok = bool(files) and all([_check_file(file) for file in files]) and ok
+    return EXIT_OK if ok else EXIT_USER
+
+
+def _pinn_files_in(folder: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(folder, "**", "*.pinn"), recursive=True))
+
+
+def _check_file(path: str) -> bool:
+    """Check one spec, printing its errors and warnings; True when it has no errors."""
+    try:
+        spec = load(path)
+    except SpecError as err:
+        print(err.render(), file=sys.stderr)
+        return False
+    except OSError as err:
+        print(f"{path}: error: cannot read the file ({err.strerror})", file=sys.stderr)
+        return False
+    if spec.warnings:
+        print(spec.render_warnings(), file=sys.stderr)
+    return True
 
 
 def _load(path):
@@ -128,35 +141,85 @@ def _summary(result) -> str:
 
 
 def _cmd_train(args) -> int:
-    from ..engine import Trainer, resume
-    from ..lang._overrides import apply_overrides
-
     log = (lambda line: print(line, file=sys.stderr)) if args.quiet else None
     if args.distributed:
         return _train_distributed(args, log)
     if args.resume:
-        if args.file or args.set_values or any(getattr(args, k) is not None for k in _TRAIN_FLAGS):
-            raise UserError("--resume continues a run exactly as it was configured: give no FILE or overrides")
-        if not os.path.isfile(os.path.join(args.resume, "checkpoint.pt")):
-            raise UserError(f"{args.resume}: error: no checkpoint.pt here (is it a run directory?)")
+        _check_resume_args(args)
+        from ..engine import resume  # torch loads once the command line is known to be good
+
         result = resume(args.resume, progress=not args.quiet, log=log)
     else:
         if not args.file:
             raise UserError("train needs a FILE (or --resume RUN_DIR)")
-        overrides = {k: getattr(args, k) for k in _TRAIN_FLAGS}
-        overrides.update(_set_values(args.set_values))
-        spec = apply_overrides(_load(args.file), overrides)
+        spec = _spec_with_overrides(args)
+        from ..engine import Trainer
+
         out = args.out or _default_run_dir(spec.ir.name)
         try:
             trainer = Trainer(spec, out, progress=not args.quiet, log=log)
         except ValueError as err:
             raise UserError(f"{args.file}: error: {err}") from None
+        _claim_run_dir(out, args.overwrite)  # after the setup: a run that cannot start replaces nothing
         result = trainer.run()
     print(_summary(result))
     if result.status == "diverged":
         print(f"error: {result.message} (the last good checkpoint is kept in {result.run_dir})", file=sys.stderr)
         return EXIT_USER
-    return 130 if result.status == "interrupted" else EXIT_OK
+    if result.status == "interrupted":
+        _print_how_to_resume(result.run_dir, "pinnspec train --resume {}")
+        return 130
+    return EXIT_OK
+
+
+def _check_resume_args(args) -> None:
+    given = args.file or args.set_values or args.out or args.overwrite
+    if given or any(getattr(args, k) is not None for k in _TRAIN_FLAGS):
+        raise UserError("--resume continues a run exactly as it was configured, in its own directory: "
+                        "give no FILE, overrides, --out or --overwrite")
+    _require_run_file(args.resume, "checkpoint.pt")
+
+
+def _require_run_file(run_dir: str, name: str) -> str:
+    """The path of ``name`` in the run directory ``run_dir``; a user error when either is missing."""
+    if not os.path.exists(run_dir):
+        raise UserError(f"{run_dir}: error: no such directory")
+    if not os.path.isdir(run_dir):
+        raise UserError(f"{run_dir}: error: not a directory (expected a run directory)")
+    path = os.path.join(run_dir, name)
+    if not os.path.isfile(path):
+        raise UserError(f"{run_dir}: error: no {name} here (is it a run directory?)")
+    return path
+
+
+def _spec_with_overrides(args):
+    """The spec FILE with the command line's overrides applied (each named as typed in its errors)."""
+    from ..lang._overrides import apply_overrides, flag_text, set_text
+
+    overrides, written = {}, {}
+    for key in _TRAIN_FLAGS:
+        value = getattr(args, key)
+        if value is not None:
+            overrides[key], written[key] = value, flag_text(key, value)
+    for key, value in _set_values(args.set_values).items():
+        overrides[key], written[key] = value, set_text(key, value)
+    return apply_overrides(_load(args.file), overrides, written)
+
+
+def _claim_run_dir(out: str, overwrite: bool, announce: bool = True) -> None:
+    """Refuse to train into a directory that holds files, unless ``overwrite`` (then say what was replaced)."""
+    from ..engine._artifacts import RunDirInUse, claim_run_dir
+
+    try:
+        removed = claim_run_dir(out, overwrite)
+    except RunDirInUse as err:
+        raise UserError(f"error: {err}") from None
+    if removed and announce:
+        print(f"--overwrite: replacing the run in {out} (removed {', '.join(removed)})", file=sys.stderr)
+
+
+def _print_how_to_resume(run_dir: str, command: str) -> None:
+    print(f"the run stopped early; to continue it: {command.format(run_dir)}", file=sys.stderr)
 
 
 def _train_distributed(args, log) -> int:
@@ -165,24 +228,20 @@ def _train_distributed(args, log) -> int:
     import torch.distributed as dist
 
     from ..engine import Trainer, load_run, run_spec
-    from ..lang._overrides import apply_overrides
 
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         raise UserError("--distributed runs under torchrun: torchrun --nproc_per_node N -m pinnspec train FILE "
                         "--distributed")
     if args.resume:  # every rank reads the same checkpoint (a filesystem all ranks share); rank 0 writes on
-        if args.file or args.set_values or any(getattr(args, k) is not None for k in _TRAIN_FLAGS):
-            raise UserError("--resume continues a run exactly as it was configured: give no FILE or overrides")
-        if not os.path.isfile(os.path.join(args.resume, "checkpoint.pt")):
-            raise UserError(f"{args.resume}: error: no checkpoint.pt here (is it a run directory?)")
+        _check_resume_args(args)
         device = run_spec(args.resume).ir.training.options.get("device", "auto")
     elif not args.file:
         raise UserError("--distributed needs a FILE (or --resume RUN_DIR)")
     else:
-        overrides = {k: getattr(args, k) for k in _TRAIN_FLAGS}
-        overrides.update(_set_values(args.set_values))
-        spec = apply_overrides(_load(args.file), overrides)
+        spec = _spec_with_overrides(args)
         device = args.device or spec.ir.training.options.get("device", "auto")
+        if args.out:  # every rank checks before any starts (no rank writes before all have joined the group)
+            _claim_run_dir(args.out, args.overwrite, announce=os.environ["RANK"] == "0")
     wants_cuda = device != "cpu" and torch.cuda.is_available()
     dist.init_process_group(backend="nccl" if wants_cuda else "gloo")
     try:
@@ -197,6 +256,9 @@ def _train_distributed(args, log) -> int:
         dist.destroy_process_group()
     if rank == 0:
         print(_summary(result))
+        if result.status == "interrupted":
+            _print_how_to_resume(result.run_dir, f"torchrun --nproc_per_node {os.environ['WORLD_SIZE']} "
+                                                 "-m pinnspec train --resume {} --distributed")
     return EXIT_USER if result.status == "diverged" else EXIT_OK
 
 
@@ -214,12 +276,11 @@ _TRAIN_FLAGS = ("epochs", "surgery", "optimizer", "align", "grouping", "seed", "
 
 
 def _cmd_eval(args) -> int:
+    run = args.run_dir
+    _require_run_file(run, "checkpoint.pt")
     from .._files import read_json
     from ..engine import load_run
 
-    run = args.run_dir
-    if not os.path.isfile(os.path.join(run, "checkpoint.pt")):
-        raise UserError(f"{run}: error: no checkpoint.pt here (is it a run directory?)")
     trainer = load_run(run, device=args.device, out=None)
     result = trainer.result()
     saved = read_json(os.path.join(run, "result.json")) if os.path.isfile(os.path.join(run, "result.json")) else {}
@@ -242,6 +303,70 @@ def _cmd_plot(args) -> int:
     for path in paths:
         print(path)
     return EXIT_OK
+
+
+#: the rows of ``pinnspec compare``: (label, the value in result.json, its format)
+_COMPARE_ROWS = (
+    ("problem", lambda r: r.get("problem"), "{}"),
+    ("surgery", lambda r: r.get("surgery"), "{}"),
+    ("optimizer", lambda r: r.get("optimizer"), "{}"),
+    ("align", lambda r: r.get("align"), "{}"),
+    ("status", lambda r: r.get("status"), "{}"),
+    ("epochs", lambda r: f"{r.get('epochs_done', '?')}/{r.get('epochs', '?')}", "{}"),
+    ("test rel-L2 (best val.)", lambda r: r.get("rel_l2"), "{:.3e}"),
+    ("test rel-L2 (final)", lambda r: r.get("rel_l2_final"), "{:.3e}"),
+    ("best epoch", lambda r: r.get("best_epoch"), "{}"),
+    *((name, lambda r, name=name: (r.get("rates") or {}).get(name), "{:.1%}") for name in ("R_g", "R_a", "R_u", "R_p")),
+    ("train time (s)", lambda r: r.get("train_time_s"), "{:.1f}"),
+)
+
+
+def _cmd_compare(args) -> int:
+    if len(args.run_dirs) < 2:
+        raise UserError("compare needs at least two run directories: pinnspec compare RUN_DIR RUN_DIR ...")
+    results = [_read_result(run_dir) for run_dir in args.run_dirs]
+    print(_comparison_table(args.run_dirs, results))
+    if args.out:
+        from ..plots import plot_comparison
+
+        try:
+            print(plot_comparison(args.run_dirs, args.out))
+        except ValueError as err:
+            raise UserError(f"{args.out}: error: {err}") from None
+    return EXIT_OK
+
+
+def _read_result(run_dir: str) -> dict:
+    from .._files import read_json
+
+    path = _require_run_file(run_dir, "result.json")
+    try:
+        result = read_json(path)
+    except (OSError, ValueError) as err:
+        raise UserError(f"{path}: error: cannot read it ({err})") from None
+    if not isinstance(result, dict):
+        raise UserError(f"{path}: error: does not hold a JSON object (is it a pinnspec result?)")
+    return result
+
+
+def _comparison_table(run_dirs: list[str], results: list[dict]) -> str:
+    names = [os.path.basename(os.path.normpath(d)) for d in run_dirs]
+    if len(set(names)) < len(names):  # runs/a/config and runs/b/config: show the paths
+        names = list(run_dirs)
+    rows = [["", *names]]
+    for label, value_of, style in _COMPARE_ROWS:
+        rows.append([label, *(_cell(value_of(r), style) for r in results)])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
+def _cell(value, style: str) -> str:
+    if value is None:
+        return "-"
+    try:
+        return style.format(value)
+    except (ValueError, TypeError):  # "nan" (JSON has none) or a hand-edited value: shown as written
+        return str(value)
 
 
 def _cmd_sweep(argv: list[str]) -> int:
@@ -269,11 +394,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pinnspec",
         description="Physics-informed neural networks written as text (.pinn files).",
     )
+    parser.add_argument("--version", action="version", version=f"pinnspec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
     p = sub.add_parser("check", help="parse and check specs; prints nothing but warnings on success")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE|DIR", help="a .pinn file, or a directory: every .pinn in it "
+                                                               "and below it")
     p.set_defaults(run=_cmd_check)
 
     p = sub.add_parser("show", help="print a stage of the compiled problem")
@@ -305,7 +432,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"])
     p.add_argument("--dtype", choices=["float32", "float64"])
-    p.add_argument("--out", metavar="DIR", help="run directory (default: a fresh folder under runs/)")
+    p.add_argument("--out", metavar="DIR", help="run directory (default: a fresh folder under runs/); "
+                                                "one that holds files is refused unless --overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run in --out DIR (its config.pinn, result.json, history.csv, checkpoint.pt, "
+                        "predictions.npz, plots/; other files stay)")
     p.add_argument("--set", dest="set_values", action="append", default=[], metavar="KEY=VALUE",
                    help="override any training statement or train setting, e.g. --set optimizer='adam(lr = 1e-3)' "
                         "--set validate='test every 100' --set checkpoint_every=500")
@@ -323,6 +454,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plot", help="loss curves, conflict rates, prediction vs reference (PNG)")
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.set_defaults(run=_cmd_plot)
+
+    p = sub.add_parser("compare", help="a side-by-side table of runs (settings, status, test rel-L2, conflict "
+                                       "rates, time); --out PNG also plots their curves")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("--out", metavar="PNG", help="also write a figure of the runs' validation and conflict-rate curves")
+    p.set_defaults(run=_cmd_compare)
 
     p = sub.add_parser("sweep", help="a grid of runs (spec x settings x seeds) on a local pool or a Ray cluster",
                        description="pinnspec sweep FILE|SWEEP.toml [--grid KEY=V1,V2 ...] [--seeds 0,1,2] "

@@ -20,16 +20,21 @@ def _as_spec(spec):
 
 
 def train(spec, *, epochs=None, surgery=None, optimizer=None, align=None, grouping=None, seed=None,
-          device=None, dtype=None, out=None, overrides=None, progress=False, log=None) -> Result:
+          device=None, dtype=None, out=None, overwrite=False, overrides=None, progress=False, log=None) -> Result:
     """Train a spec (a path or ``pinnspec.load(...)``); every argument overrides
     the spec's own training statement.  ``surgery``/``optimizer``/``align`` take a
     name or a call (``"cagrad(c = 0.4)"``).  ``out``: a run directory to write
-    (result.json, history.csv, checkpoint.pt, config.pinn, predictions.npz)."""
+    (result.json, history.csv, checkpoint.pt, config.pinn, predictions.npz); one that
+    already holds files raises a ValueError (``_artifacts.RunDirInUse``) unless ``overwrite`` (which replaces
+    the run files there)."""
     from ..lang._overrides import apply_overrides
+    from ._artifacts import PYTHON_REMEDIES, claim_run_dir
 
     given = {"epochs": epochs, "surgery": surgery, "optimizer": optimizer, "align": align, "grouping": grouping,
              "seed": seed, "device": device, "dtype": dtype, **(overrides or {})}
     spec = apply_overrides(_as_spec(spec), given)
+    if out is not None:
+        claim_run_dir(os.fspath(out), overwrite, PYTHON_REMEDIES)
     return Trainer(spec, out, progress=progress, log=log).run()
 
 

@@ -12,8 +12,11 @@ A run directory holds:
 
 from __future__ import annotations
 
+import contextlib
 import io
-from typing import Any
+import os
+import shutil
+from typing import Any, NamedTuple
 
 import torch
 
@@ -25,3 +28,85 @@ def save_torch(path: str, obj: Any) -> None:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     atomic_write_bytes(path, buffer.getvalue())
+
+
+#: what a run directory holds that pinnspec wrote (``overwrite`` removes these and nothing else)
+RUN_FILES = ("config.pinn", "result.json", "history.csv", "checkpoint.pt", "predictions.npz", "plots")
+_STATUS_WORDS = {"completed": "a finished", "interrupted": "an interrupted", "diverged": "a diverged",
+                 "running": "an unfinished"}
+
+
+class Remedies(NamedTuple):
+    """How the caller continues, replaces or avoids a run (``{path}``: the run directory)."""
+
+    resume: str
+    elsewhere: str
+    replace: str
+
+
+CLI_REMEDIES = Remedies("continue it with 'pinnspec train --resume {path}'", "choose another --out DIR",
+                        "add --overwrite to replace it")
+PYTHON_REMEDIES = Remedies("continue it with pinnspec.engine.resume('{path}')", "choose another out=",
+                           "pass overwrite=True to replace it")
+
+
+class RunDirInUse(ValueError):
+    """The run directory to write already holds files: training would overwrite them."""
+
+
+def claim_run_dir(path: str, overwrite: bool = False, remedies: Remedies = CLI_REMEDIES) -> list[str]:
+    """Make ``path`` ready to hold a new run: a missing or empty directory is fine; one with files
+    raises :class:`RunDirInUse` (what is there and how to go on), unless ``overwrite``: then the
+    files of :data:`RUN_FILES` are removed (others are left alone).  Returns the names removed."""
+    if not os.path.exists(path):
+        return []
+    if not os.path.isdir(path):
+        raise RunDirInUse(f"{path} is a file, not a directory; {remedies.elsewhere}")
+    entries = sorted(os.listdir(path))
+    if not entries:
+        return []
+    if overwrite:
+        return _remove_run_files(path, entries)
+    steps = [remedies.elsewhere, remedies.replace]
+    if _resumable(path):
+        steps.insert(0, remedies.resume.format(path=path))
+    raise RunDirInUse(f"{path} {_describe_contents(path, entries)}: {', '.join(steps[:-1])} or {steps[-1]}")
+
+
+def _run_status(path: str) -> dict | None:
+    """result.json of a run directory, or None when it is missing or unreadable."""
+    try:
+        result = read_json(os.path.join(path, "result.json"))
+    except (OSError, ValueError):
+        return None
+    return result if isinstance(result, dict) else None
+
+
+def _resumable(path: str) -> bool:
+    result = _run_status(path) or {}
+    return os.path.isfile(os.path.join(path, "checkpoint.pt")) and result.get("status") != "completed"
+
+
+def _describe_contents(path: str, entries: list[str]) -> str:
+    result = _run_status(path)
+    if result is not None and result.get("status") in _STATUS_WORDS:
+        return (f"holds {_STATUS_WORDS[result['status']]} run (result.json: {result['status']}, "
+                f"{result.get('epochs_done', '?')}/{result.get('epochs', '?')} epochs)")
+    shown = ", ".join(entries[:4]) + (f" and {len(entries) - 4} more" if len(entries) > 4 else "")
+    return f"is not empty (it holds {shown})"
+
+
+def _remove_run_files(path: str, entries: list[str]) -> list[str]:
+    removed = []
+    for name in RUN_FILES:
+        if name not in entries:
+            continue
+        target = os.path.join(path, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target, ignore_errors=True)  # ranks of a distributed run may race here
+            removed.append(name + "/")
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)
+            removed.append(name)
+    return removed
