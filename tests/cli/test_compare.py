@@ -8,7 +8,6 @@ import pytest
 from cli_process import TINY, cli, user_error
 
 import pinnspec
-import pinnspec.plots
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +59,6 @@ def test_missing_runs_are_user_errors(runs, tmp_path):
         assert message in "\n".join(user_error(cli(*args)))
 
 
-@pytest.mark.xfail(not hasattr(pinnspec.plots, "plot_comparison"), strict=True,
-                   reason="pinnspec.plots.plot_comparison is not written yet")
 def test_out_writes_the_comparison_figure(runs, tmp_path):
     png = tmp_path / "comparison.png"
     proc = cli("compare", *runs, "--out", png)
