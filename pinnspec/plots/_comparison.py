@@ -7,14 +7,15 @@ import os
 
 import numpy as np
 
-from ._conflicts import MEANING, RATE_ATOL, running_rates
-from ._losses import LOSS_RTOL, positive
+from ._conflicts import MEANING, RATE_SPAN, running_rates
+from ._losses import positive
 from ._overlap import Series, add_note, draw_visibly
 from ._run import load_run
 from ._style import (SETTINGS, call_lines, fmt, new_figure, no_data, readable_log_axis, save, set_epoch_limits,
                      setting_items, settings_lines, title_width)
 
 RATE_STYLES = {"R_u": "-", "R_p": "--"}  # one line style per rate, one colour per run
+WIDER = 2.0  # how much wider the first run's lines are than the last's
 LEGEND_WIDTH = 60  # characters of a legend line
 LEGEND = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
@@ -42,6 +43,12 @@ def run_names(runs) -> list[str]:
         if len(set(names)) == len(names) or depth >= max(len(p) for p in parts):
             return names
         depth += 1
+
+
+def widths(base: float, n: int) -> list[float]:
+    """One line width a run: the first widest, each later one narrower (down to ``base``), so a
+    run drawn over part of an earlier one leaves that one's edges showing."""
+    return [base + WIDER * (n - 1 - i) / max(n - 1, 1) for i in range(n)]
 
 
 def comparison_figure(runs):
@@ -85,9 +92,9 @@ def _run_label(run, name: str, shared: list[str]) -> str:
 def _validation_panel(ax, runs, names, colors) -> None:
     shared = _shared_settings(runs)
     series, best = [], []
-    for run, name, color in zip(runs, names, colors):
+    for run, name, color, lw in zip(runs, names, colors, widths(1.2, len(runs))):
         label = _run_label(run, name, shared)
-        style = dict(color=color, lw=1.2, marker="o", ms=3)
+        style = dict(color=color, lw=lw, marker="o", ms=3)
         validation = run.history.get("validation")
         finite = np.isfinite(validation) if validation is not None else None
         if finite is None or not finite.any():
@@ -103,13 +110,14 @@ def _validation_panel(ax, runs, names, colors) -> None:
         test = f"test rel-L2 {fmt(run.result.get('rel_l2'))}, " if run.result.get("rel_l2") is not None else ""
         series.append(Series(name, epoch, values, style,
                              label=f"{label}\n{test}min validation {fmt(values[k])} at epoch {int(epoch[k])}"))
-    draw_visibly(ax, series, rtol=LOSS_RTOL, list_empty=True)
+    log = bool(best) and all((s.y > 0).all() for s in series)
+    draw_visibly(ax, series, log=log, list_empty=True)
     for epoch, value, color in best:
-        ax.plot(epoch, value, "*", ms=11, color=color, mec="black", mew=0.6, zorder=5)
+        ax.plot(epoch, value, "*", ms=11, color=color, mec="black", mew=0.6, zorder=5, clip_on=False)
+    if log:
+        ax.set_yscale("log")
+        readable_log_axis(ax)
     if best:
-        if all((s.y > 0).all() for s in series):
-            ax.set_yscale("log")
-            readable_log_axis(ax)
         ax.grid(True, which="major", alpha=0.3)
     else:
         no_data(ax, "no run has a validation error", shared_x=True)
@@ -119,7 +127,7 @@ def _validation_panel(ax, runs, names, colors) -> None:
 
 def _rates_panel(ax, runs, names, colors) -> None:
     series, summaries = [], []
-    for run, name, color in zip(runs, names, colors):
+    for run, name, color, lw in zip(runs, names, colors, widths(1.8, len(runs))):
         h, finals = run.history, []
         diagnosed = {rate: h.finite(rate) for rate in RATE_STYLES}
         for rate, linestyle in RATE_STYLES.items():
@@ -129,14 +137,14 @@ def _rates_panel(ax, runs, names, colors) -> None:
                 finals.append(f"{rate} {blank}")
                 continue
             cumulative, _ = running_rates(h.get(rate)[mask], window=1)
-            style = dict(color=color, lw=1.8, ls=linestyle)
+            style = dict(color=color, lw=lw, ls=linestyle)
             series.append(Series(f"{name} {rate}", h.epoch[mask], cumulative, style))
             finals.append(f"{rate} = {fmt(cumulative[-1])}")
         summaries.append((color, f"{name}: {', '.join(finals)}"))
     if not series:
         no_data(ax, "no run has diagnosed epochs", shared_x=True)
         return
-    groups = draw_visibly(ax, series, atol=RATE_ATOL, note_in_labels=False)
+    groups = draw_visibly(ax, series, span=RATE_SPAN, note_in_labels=False)
     for rate, linestyle in RATE_STYLES.items():
         ax.plot([], [], color="0.3", lw=1.8, ls=linestyle, label=f"{rate}: {MEANING[rate]}")
     for color, summary in summaries:
@@ -151,15 +159,15 @@ def _rates_panel(ax, runs, names, colors) -> None:
 
 def _loss_panel(ax, runs, names, colors) -> None:
     series = []
-    for run, name, color in zip(runs, names, colors):
+    for run, name, color, lw in zip(runs, names, colors, widths(1.4, len(runs))):
         loss = run.history.get("loss")
         values = positive(loss) if loss is not None else np.zeros(0)
         final = values[np.isfinite(values)]
         label = (f"{name}: no loss column in history.csv" if loss is None
                  else f"{name}: final {fmt(final[-1] if len(final) else None)}")
         series.append(Series(name, run.history.epoch if loss is not None else values, values,
-                             dict(color=color, lw=1.4), label=label))
-    draw_visibly(ax, series, rtol=LOSS_RTOL, list_empty=True)
+                             dict(color=color, lw=lw), label=label))
+    draw_visibly(ax, series, log=True, list_empty=True)
     if any(np.isfinite(s.y).any() for s in series):
         ax.set_yscale("log")
         readable_log_axis(ax)

@@ -7,7 +7,7 @@ import numpy as np
 from ._overlap import Series, add_note, draw_visibly
 from ._style import R_COLORS, fmt, new_figure, no_data, set_epoch_limits, set_title
 
-RATE_ATOL = 0.004  # on the 0..1 axis, rates closer than this draw as one line
+RATE_SPAN = 1.0  # the rates' axis runs from 0 to 1
 MEANING = {
     "R_g": "two task gradients conflict",
     "R_a": "surgery direction a vs a task",
@@ -51,7 +51,7 @@ def conflicts_figure(run):
         series.append(Series(key, epoch[mask], cumulative, dict(color=color, lw=2),
                              label=f"{key} = {fmt(cumulative[-1])}  ({MEANING[key]})"))
     if series:
-        groups = draw_visibly(ax, series, atol=RATE_ATOL, note_in_labels=False)
+        groups = draw_visibly(ax, series, span=RATE_SPAN, note_in_labels=False)
         for key in not_applicable:  # others were diagnosed, this one never (R_p without alignment)
             add_note(ax, f"{key}: not applicable ({MEANING[key]})")
         for group in groups:

@@ -7,7 +7,6 @@ import numpy as np
 from ._overlap import Series, add_note, draw_visibly
 from ._style import as_float, fmt, new_figure, no_data, readable_log_axis, set_epoch_limits, set_title
 
-LOSS_RTOL = 0.01  # on a log axis, curves within 1% of each other draw as one
 TASK_COLORS = ["black", "0.5", "saddlebrown", "darkslateblue", "darkolivegreen", "darkmagenta", "teal", "darkred"]
 
 
@@ -60,7 +59,7 @@ def losses_figure(run):
 
     series = loss_series(run, style)
     if any(np.isfinite(s.y).any() for s in series):
-        draw_visibly(ax, series, rtol=LOSS_RTOL)
+        draw_visibly(ax, series, log=True)
         ax.set_yscale("log")
         readable_log_axis(ax)
         _marks(ax, run, epoch, label=True)
@@ -93,7 +92,7 @@ def _validation_panel(ax, run, validation: np.ndarray | None) -> None:
     ex, vy = epoch[mask], validation[mask]
     ax.plot(ex, vy, "o-", ms=3, lw=1, color="tab:purple", label="validation rel-L2")
     best = int(np.argmin(vy))
-    ax.plot(ex[best], vy[best], "*", ms=12, color="gold", mec="black", mew=0.6,
+    ax.plot(ex[best], vy[best], "*", ms=12, color="gold", mec="black", mew=0.6, clip_on=False, zorder=5,
             label=f"min {fmt(vy[best])} at epoch {int(ex[best])}")
     if (vy > 0).all():
         ax.set_yscale("log")

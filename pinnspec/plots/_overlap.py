@@ -2,9 +2,9 @@
 them so that every one stays visible.
 
 Two series coincide when one lies on the other wherever it is drawn (its finite x values are
-among the other's, and there the y values agree within ``atol + rtol * max(|a|, |b|)``): a
-condition that is a task of its own, R_a and R_p both 0 throughout, two runs with the same
-curve.  Of a group of coinciding series the first is drawn over a wide translucent band (where
+among the other's, and there the y values differ by less than ``VISUAL_FRACTION`` of the
+axis, a fraction of its decades on a log axis): a condition that is a task of its own, R_a and
+R_p both 0 throughout, two runs with the same curve.  Of a group of coinciding series the first is drawn over a wide translucent band (where
 the others lie on it) and the others on top of it, each with its own markers at staggered
 points; the legend says which are equal ("=", to the rounding of history.csv) or only
 indistinguishable at the plot's scale ("≈").
@@ -20,6 +20,7 @@ import numpy as np
 from ._style import fmt
 
 EXACT_RTOL = 1e-6  # history.csv writes 9 significant digits: closer than this is the same number
+VISUAL_FRACTION = 0.005  # of the axis height (about 2 pixels): closer curves hide one another
 MEMBER_MARKERS = ("x", "^", "s", "D", "v", "+")
 MARKS_PER_CURVE = 12
 
@@ -105,14 +106,30 @@ def coinciding_groups(series: list[Series], rtol: float, atol: float = 0.0) -> l
             for members in groups]
 
 
-def draw_visibly(ax, series: list[Series], *, rtol: float = 0.0, atol: float = 0.0,
+def visual_tolerance(series: list[Series], *, log: bool, span: float | None = None) -> tuple[float, float]:
+    """(rtol, atol) within which curves are closer than ``VISUAL_FRACTION`` of the axis: relative
+    on a log axis, absolute on a linear one.  ``span``: the axis's extent (in decades on a log
+    axis) when it is fixed; by default that of the series' values."""
+    values = np.concatenate([_finite(s)[1] for s in series] + [np.zeros(0)])
+    if log:
+        values = values[values > 0]
+        if span is None:
+            span = float(np.log10(values.max() / values.min())) if len(values) else 0.0
+        return max(EXACT_RTOL, 10 ** (VISUAL_FRACTION * span) - 1), 0.0
+    if span is None:
+        span = float(np.ptp(values)) if len(values) else 0.0
+    return EXACT_RTOL, VISUAL_FRACTION * span
+
+
+def draw_visibly(ax, series: list[Series], *, log: bool = False, span: float | None = None,
                  note_in_labels: bool = True, list_empty: bool = False) -> list[Group]:
-    """Draw every series with a finite value on ``ax``; where several coincide, the first over a
-    wide translucent band and the rest on top with markers.  With ``note_in_labels`` each member's
+    """Draw every series with a finite value on ``ax`` (a ``log`` y axis or not, of ``span`` as in
+    ``visual_tolerance``); where several coincide, the first over a wide translucent band and the
+    rest on top with markers.  With ``note_in_labels`` each member's
     legend label names the others: "condition walls (= task B)".  With ``list_empty`` a series with
     nothing finite keeps its place in the legend.  Returns the groups of two or more."""
     drawable = [s for s in series if np.isfinite(s.y).any()]
-    groups = coinciding_groups(drawable, rtol, atol)
+    groups = coinciding_groups(drawable, *visual_tolerance(drawable, log=log, span=span))
     group_of = {id(s): group for group in groups for s in group.members}
     for s in series:  # in the given order (the legend's); a group's band comes before its members
         group = group_of.get(id(s))

@@ -172,12 +172,13 @@ def set_epoch_limits(ax, epoch) -> None:
 
 
 def readable_log_axis(ax) -> None:
-    """On a log y axis spanning under a decade, label ticks as plain numbers (0.635, not
-    6.35 x 10^-1); wider axes keep matplotlib's powers of ten."""
-    from matplotlib.ticker import FuncFormatter
+    """On a log y axis spanning under a decade (where matplotlib labels one or two ticks), about
+    six evenly stepped ticks labelled as plain numbers (0.635, not 6.35 x 10^-1); wider axes keep
+    matplotlib's powers of ten."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
     lo, hi = ax.get_ylim()
     if lo > 0 and hi > 0 and math.log10(hi) - math.log10(lo) < 1.0:
-        plain = FuncFormatter(lambda v, _pos: f"{v:.3g}")
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.3g}"))

@@ -51,6 +51,8 @@ def test_the_panels_name_every_run_and_what_it_lacks(tmp_path):
     styles = {(line.get_color(), line.get_linestyle()) for line in ax_rates.get_lines() if len(line.get_xdata())}
     assert {("C0", "-"), ("C0", "--"), ("C1", "-")} <= styles  # one colour a run, one style a rate
     assert [t.get_text().split(":")[0] for t in ax_loss.get_legend().get_texts()] == ["config-gua", "config"]
+    gua_loss, plain_loss = [line for line in ax_loss.get_lines() if line.get_label().startswith("config")]
+    assert gua_loss.get_linewidth() > plain_loss.get_linewidth() + 1  # the later run leaves the first's edges
     assert ax_loss.get_xlabel() == "epoch" and ax_loss.get_xlim()[1] >= 120
     title = fig.get_suptitle()
     assert title.startswith("synthetic — comparison of 2 runs") and "surgery config()" in title

@@ -5,7 +5,7 @@ import pytest
 
 from pinnspec.plots._conflicts import conflicts_figure
 from pinnspec.plots._losses import losses_figure
-from pinnspec.plots._overlap import Series, coincide, coinciding_groups
+from pinnspec.plots._overlap import Series, coincide, coinciding_groups, visual_tolerance
 from pinnspec.plots._run import load_run
 from pinnspec.plots._style import call_lines, settings_lines
 from rundirs import legend_texts, make_run, write_history, write_result
@@ -51,6 +51,19 @@ def test_a_short_series_under_a_long_one_is_found_and_described():
     assert group.note("every diagnosed epoch") == "rising = short R_p on every diagnosed epoch they share"
     shifted = series("shifted", np.zeros(60), x=np.arange(1, 61) + 0.5)  # other epochs: never hidden
     assert not coincide(long, shifted, rtol=0.0, atol=0.004)
+
+
+def test_what_counts_as_hidden_follows_the_axis():
+    narrow = series("narrow", np.linspace(1.3, 0.9, 15))  # a log axis spanning 0.16 decades
+    wide = series("wide", np.logspace(0, -5, 15))  # ... five decades
+    one_percent_apart = {s.name: series("b", s.y * 1.01) for s in (narrow, wide)}
+    for s, hidden in ((narrow, False), (wide, True)):
+        rtol, atol = visual_tolerance([s, one_percent_apart[s.name]], log=True)
+        assert coincide(s, one_percent_apart[s.name], rtol, atol) is hidden
+    rtol, atol = visual_tolerance([series("rate", [0.0, 0.01])], log=False, span=1.0)  # the 0..1 rate axis
+    assert atol == pytest.approx(0.005)
+    assert coincide(series("a", [0.2, 0.3]), series("b", [0.204, 0.3]), rtol, atol)
+    assert not coincide(series("a", [0.2, 0.3]), series("b", [0.21, 0.3]), rtol, atol)
 
 
 # ---------------------------------------------------------------------- drawing them visibly
