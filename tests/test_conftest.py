@@ -9,8 +9,9 @@ CONFTEST = Path(__file__).parent / "conftest.py"
 
 @pytest.fixture
 def oracle_tests(pytester, monkeypatch):
-    """A suite with this conftest (run without the installed plugins, which it does not need) and a test of each kind: an oracle asked for at run time, one asked for at
-    collection (module level), and a skip for another reason."""
+    """A suite with this conftest (run without the installed plugins, which it does not need) and a test
+    of each kind: an oracle asked for at run time, one asked for at collection (module level), and a skip
+    for another reason."""
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     pytester.makeconftest(CONFTEST.read_text(encoding="utf-8"))
     pytester.makepyfile(

@@ -233,15 +233,43 @@ def test_chain_with_gua_never_conflicts(optimizer):
 
 def test_chain_gua_helps_on_conflicting_quadratics():
     """Adam + GUA moves the worst loss no higher than Adam on the first step, and the
-    chain's proposals do conflict (GUA has something to do)."""
+    chain's proposals do conflict (GUA has something to do).  Along the GUA chain, every step
+    whose proposal conflicts raises the worst loss less with p than u would from the same state
+    (Proposition "local safety": the worst change of p is O(lr^2), u's first order)."""
     problem = Quadratics(2, seed=3)
     theta = torch.zeros(P, dtype=torch.float64)
-    _, _, records = run_chain(make_surgery("none"), Adam(lr=1e-2), NoAlignment(), problem, theta, 40,
+    lr = 1e-2
+
+    def worst_change(before, after):  # max_i L_i(after) - L_i(before), L_i = 1/2 ||A_i theta - y_i||^2
+        losses = [0.5 * ((torch.einsum("mkp,p->mk", problem.A, t) - problem.y) ** 2).sum(dim=1)
+                  for t in (before, after)]
+        return (losses[1] - losses[0]).max().item()
+
+    first = {}
+    for name, align in (("adam", NoAlignment()), ("gua", GUA())):
+        after, _, records = run_chain(make_surgery("none"), Adam(lr=lr), align, problem, theta, 1,
+                                      torch.Generator().manual_seed(0))
+        assert records[0]["R_u"]  # the first proposal conflicts
+        first[name] = worst_change(theta, after)
+    assert first["gua"] < first["adam"] and first["adam"] > 0.1 and first["gua"] < 10 * lr
+    _, _, records = run_chain(make_surgery("none"), Adam(lr=lr), NoAlignment(), problem, theta, 40,
                               torch.Generator().manual_seed(0))
     assert any(r["R_u"] for r in records)
-    _, _, records = run_chain(make_surgery("none"), Adam(lr=1e-2), GUA(), problem, theta, 40,
+    _, _, records = run_chain(make_surgery("none"), Adam(lr=lr), GUA(), problem, theta, 40,
                               torch.Generator().manual_seed(0))
     assert any(r["R_u"] for r in records) and not any(r["R_p"] for r in records)
+    # the same-state comparison along the GUA chain
+    opt, compared = Adam(lr=lr), 0
+    state = opt.init(theta, SHAPES)
+    for _ in range(40):
+        G = problem.gradients(theta)
+        u, tentative = opt.propose(G.sum(dim=0), state, params=theta)
+        p, state = GUA().align(u, G, tentative, opt, params=theta)
+        if conflicting(G, u):
+            assert worst_change(theta, theta - lr * p) <= worst_change(theta, theta - lr * u)
+            compared += 1
+        theta = theta - lr * p
+    assert compared >= 5
 
 
 @pytest.mark.parametrize("optimizer", OPTIMIZERS, ids=lambda o: type(o).__name__)

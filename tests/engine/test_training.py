@@ -112,9 +112,18 @@ def test_same_seed_same_run():
 
 
 def test_inverse_problem_learns_its_param():
-    spec = Path(__file__).parents[2] / "examples" / "inverse_heat" / "inverse_heat.pinn"
-    result = pinnspec.train(spec, epochs=30, overrides={"model": "mlp(width = 16, depth = 2)"})
-    assert set(result.params) == {"k"} and result.params["k"] != 0.5
+    """The inverse heat problem recovers its diffusivity: k starts at 0.5 and approaches the true 0.1 of
+    the observations (examples/inverse_heat/make_data.py), with the spec's ConFIG + GUA on a smaller
+    network and point budget (seconds; seeds 0-2 end within 0.002 of 0.1)."""
+    from pinnspec.bench._common import load_spec
+
+    spec = load_spec(str(ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn"), points={"heat": 150, "walls": 50},
+                     overrides={"epochs": 1200, "device": "cpu", "model": "mlp(width = 16, depth = 3)",
+                                "optimizer": "adam(lr = 5e-3)",
+                                "schedule": "warmup_cosine(warmup = 10, lr_min = 1e-4)"})
+    result = Trainer(spec).run()
+    assert result.status == "completed" and set(result.params) == {"k"}
+    assert result.params["k"] == pytest.approx(0.1, abs=0.01)
 
 
 def test_divergence_stops_names_the_loss_and_keeps_the_checkpoint(tmp_path, monkeypatch):
