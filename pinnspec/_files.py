@@ -15,6 +15,11 @@ from typing import Any, Iterable
 import numpy as np
 
 
+class UnsafeCheckpoint(ValueError):
+    """A checkpoint that holds more than tensors and plain values: refused, nothing in it was run
+    (`pinnspec.engine._artifacts.load_checkpoint`)."""
+
+
 def atomic_write_bytes(path: str, data: bytes) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)

@@ -8,6 +8,7 @@ Algorithm 1, Appendix "GUA Implementation Details" and Appendix E.4
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, is_dataclass, replace
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -26,6 +27,9 @@ CHANGE_THRESHOLD = 1e-8
 class _Stage:
     """The alignment stage holds no state of its own; it adjusts the optimizer's."""
 
+    #: whether the stage can change the proposal (then R_p and the projection are reported)
+    aligns: ClassVar[bool] = True
+
     def state_dict(self, state=None) -> dict:
         return {}
 
@@ -39,6 +43,8 @@ class _Stage:
 @dataclass(frozen=True)
 class NoAlignment(_Stage):
     """No alignment: p = u, the tentative optimizer state is kept."""
+
+    aligns = False
 
     def align(self, u: Tensor, G: Tensor, state, optimizer, *, params: Tensor | None = None):
         return u, state

@@ -92,32 +92,32 @@ class _Proxy:
 @contextlib.contextmanager
 def instrument(trainer, device: torch.device):
     """Wrap the trainer's stages in timers; yields a function ``epoch -> {stage: seconds}``."""
-    from ..engine import _trainer as trainer_module
+    from ..engine import UpdateChain, _chain as chain_module, _execute as execute_module
 
     timers = _Timers(device)
-    saved_module = {"loss_gradients": trainer_module.loss_gradients,
-                    "conflict_indicators": trainer_module.conflict_indicators}
-    saved = {"model": trainer.model, "surgery": trainer.surgery, "optimizer": trainer.optimizer,
-             "alignment": trainer.alignment}
+    saved_module = {"loss_gradients": execute_module.loss_gradients,
+                    "conflict_indicators": chain_module.conflict_indicators}
+    context = trainer.execution.ctx  # what the step's strategy reads
+    saved = {"model": trainer.model, "chain": context.chain}
     problem = trainer.problem
     saved_plans = dict(problem.plans)
     try:
-        trainer_module.loss_gradients = timers.wrap("loss-specific gradients", saved_module["loss_gradients"])
-        trainer_module.conflict_indicators = timers.wrap("diagnostics (conflicts)",
-                                                         saved_module["conflict_indicators"])
+        execute_module.loss_gradients = timers.wrap("loss-specific gradients", saved_module["loss_gradients"])
+        chain_module.conflict_indicators = timers.wrap("diagnostics (conflicts)",
+                                                       saved_module["conflict_indicators"])
         # drawn ahead during the previous step (Trainer._draw_ahead): timed wherever it happens
         trainer._sample = timers.wrap("sample points", type(trainer)._sample.__get__(trainer))
         trainer._apply = timers.wrap("apply update", type(trainer)._apply.__get__(trainer))
         problem.losses = timers.wrap("residuals + losses", type(problem).losses.__get__(problem))
         model = saved["model"]
-        trainer.model = _Proxy(model, {"__call__": timers.wrap("network forward", model)})
+        trainer.model = context.model = _Proxy(model, {"__call__": timers.wrap("network forward", model)})
         for index, plan in saved_plans.items():
             problem.plans[index] = _Proxy(plan, {"evaluate": timers.wrap("input derivatives", plan.evaluate)})
-        trainer.surgery = _Proxy(saved["surgery"], {"__call__": timers.wrap("surgery", saved["surgery"])})
-        trainer.optimizer = _Proxy(saved["optimizer"], {
-            "propose": timers.wrap("optimizer proposal", saved["optimizer"].propose)})
-        trainer.alignment = _Proxy(saved["alignment"], {
-            "align": timers.wrap("alignment (GUA)", saved["alignment"].align)})
+        chain = saved["chain"]
+        context.chain = UpdateChain(
+            _Proxy(chain.surgery, {"__call__": timers.wrap("surgery", chain.surgery)}),
+            _Proxy(chain.optimizer, {"propose": timers.wrap("optimizer proposal", chain.optimizer.propose)}),
+            _Proxy(chain.alignment, {"align": timers.wrap("alignment (GUA)", chain.alignment.align)}))
 
         def step(epoch: int) -> dict[str, float]:
             timers.totals.clear()
@@ -131,15 +131,15 @@ def instrument(trainer, device: torch.device):
 
         yield step
     finally:
-        trainer_module.loss_gradients = saved_module["loss_gradients"]
-        trainer_module.conflict_indicators = saved_module["conflict_indicators"]
+        execute_module.loss_gradients = saved_module["loss_gradients"]
+        chain_module.conflict_indicators = saved_module["conflict_indicators"]
         for name in ("_sample", "_apply"):
             trainer.__dict__.pop(name, None)
         problem.__dict__.pop("losses", None)
         problem.plans.clear()
         problem.plans.update(saved_plans)
-        for name, value in saved.items():
-            setattr(trainer, name, value)
+        trainer.model = context.model = saved["model"]
+        context.chain = saved["chain"]
 
 
 def profile_pair(trainer, hand, device: torch.device, *, epochs: int, first_epoch: int

@@ -22,7 +22,7 @@ projected steps: its rates (~95 %) exceed the fraction of steps at which GUA pro
 ConFIG + GUA, 14-55 %, tab:pinn_conflict_rates), which bounds any all-step rate.
 
 The probe (:func:`probe_step`) recomputes the first part of :meth:`pinnspec.engine.Trainer.step` (losses,
-G, surgery, propose, align) without committing anything, evaluates the three trial losses, and restores
+G, one step of the update chain) without committing anything, evaluates the three trial losses, and restores
 the parameters and the surgery/Hessian random stream exactly; the trainer's ``step`` then advances as it
 would have without the probe.  Each (problem, grouping, seed) run writes ``OUT/runs/PROBLEM-GROUPING/
 seed=S/q3.json`` (every sample); running the same command again skips the runs that have one.  Writes
@@ -94,7 +94,7 @@ def norm_matched(u, p):
     return u * scale.to(u.dtype)
 
 
-def _task_losses(trainer, points, *, compiled: bool):
+def _task_losses(trainer, points, *, eager: bool):
     """The m task losses [m] (float64, detached) at the trainer's current parameters.
 
     Not under ``torch.no_grad``: the residuals need input derivatives, which the nested-autograd engine
@@ -102,8 +102,7 @@ def _task_losses(trainer, points, *, compiled: bool):
     import torch
 
     with torch.enable_grad():
-        losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name,
-                                        compiled=compiled)
+        losses = trainer.execution.losses(points, eager=eager)
         return torch.stack([loss.detach() for loss in losses.task_list]).to(torch.float64)  # [m]
 
 
@@ -122,7 +121,7 @@ def probe_step(trainer, epoch: int, *, eps: float = W_EPS) -> ProbeSample | None
     """The same-state comparison of u, p, q at ``epoch``, leaving ``trainer`` as it found it.
 
     Replicates the first part of :meth:`Trainer.step` (points, losses, G [m, p], the optimizer's Hessian
-    estimate when due, surgery, ``optimizer.propose``, ``alignment.align``), commits nothing, evaluates
+    estimate when due, ``UpdateChain.update``), commits nothing, evaluates
     L_i(theta - eta d) for d in {u, p, q}, and restores the parameters (copied back) and the surgery /
     Hutchinson random stream.  Returns None on a step that has no comparison: eta_t = 0 (the warmup's
     first epoch), u = 0, or a non-finite loss, gradient or update (the step itself then reports the
@@ -141,10 +140,8 @@ def probe_step(trainer, epoch: int, *, eps: float = W_EPS) -> ProbeSample | None
     saved = [t.detach().clone() for t in trainer.theta]
     try:
         points = trainer._points_for(epoch)
-        hessian_due = trainer.optimizer.hessian_due(trainer.optimizer_state)
-        compiled = not hessian_due
-        losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name,
-                                        compiled=compiled)
+        hessian_due = trainer.chain.hessian_due(trainer.state)
+        losses = trainer.execution.losses(points, eager=hessian_due)
         G = loss_gradients(losses.task_list, trainer.theta, retain_graph=hessian_due)  # [m, p]
         hessian = None
         if hessian_due:
@@ -152,9 +149,8 @@ def probe_step(trainer, epoch: int, *, eps: float = W_EPS) -> ProbeSample | None
         base = torch.stack([loss.detach() for loss in losses.task_list]).to(torch.float64)  # [m]  L_i(theta_t)
         del losses
         theta = trainer._theta_flat()  # [p]
-        a, _ = trainer.surgery(G, trainer.surgery_state, generator=trainer.chain_generator)  # [p]
-        u, tentative = trainer.optimizer.propose(a, trainer.optimizer_state, params=theta, hessian=hessian)  # [p]
-        p, _ = trainer.alignment.align(u, G, tentative, trainer.optimizer, params=theta)  # [p]
+        step = trainer.chain.update(G, theta, trainer.state, hessian=hessian, generator=trainer.chain_generator)
+        u, p = step.u, step.p  # [p], [p]
         if not (torch.isfinite(base).all() and torch.isfinite(G).all() and torch.isfinite(p).all()):
             return None
         u64, p64 = u.detach().to(torch.float64), p.detach().to(torch.float64)
@@ -165,7 +161,7 @@ def probe_step(trainer, epoch: int, *, eps: float = W_EPS) -> ProbeSample | None
         worst = {}
         for name, direction in (("u", u), ("p", p), ("q", q)):
             _set_trial_parameters(trainer, saved, lr, direction.detach())
-            worst[name] = worst_relative_change(_task_losses(trainer, points, compiled=compiled), base, eps)
+            worst[name] = worst_relative_change(_task_losses(trainer, points, eager=hessian_due), base, eps)
         return ProbeSample(epoch=epoch, lr=lr, projected=bool((p - u).norm() > 0), w_u=worst["u"], w_p=worst["p"],
                            w_q=worst["q"], norm_u=norm_u, norm_p=norm_p,
                            cos_pu=float(u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)))

@@ -310,8 +310,9 @@ def paper_optimizer(text: str) -> str:
     return f"{name}(lr = {PAPER_Q6['lr']['value']:g})" if not kwargs else text
 
 
-def build_stages(config: RunConfig):
-    """(surgery, optimizer, alignment) from the registries, as ``pinnspec.engine.Trainer`` builds them."""
+def build_chain(config: RunConfig):
+    """The update chain (surgery, optimizer, alignment) from the registries, as ``pinnspec.engine.Trainer``
+    builds it."""
     from .. import align as _align, optim as _optim, surgery as _surgery  # noqa: F401  (register the names)
     from ..registry import ALIGN, OPTIMIZERS, SURGERY, UnknownNameError
 
@@ -324,12 +325,12 @@ def build_stages(config: RunConfig):
             raise BenchError(str(err)) from None
         except (TypeError, ValueError) as err:
             raise BenchError(f"'{text}': {err}") from None
-    surgery, optimizer, alignment = built
-    from ..optim import Optimizer
+    from ..engine import UpdateChain
 
-    if type(optimizer).hessian_due is not Optimizer.hessian_due:
+    chain = UpdateChain(*built)
+    if chain.uses_hessian:
         raise BenchError(f"'{config.optimizer}': q6 runs first-order optimizers (this one needs Hessian estimates)")
-    return surgery, optimizer, alignment
+    return chain
 
 
 @dataclass
@@ -351,16 +352,14 @@ class MultiTaskTraining:
     def __init__(self, config: RunConfig, *, device):
         import torch
 
-        self.surgery, self.optimizer, self.alignment = build_stages(config)
-        self.aligned = parse_call(config.align)[0] != "none"
+        self.chain = build_chain(config)
+        self.optimizer, self.aligned = self.chain.optimizer, self.chain.aligned
         init = torch.Generator().manual_seed(config.seed)  # CPU: the same network on every device
         self.model = MultiTaskMLP(config.features, config.width, config.depth, config.tasks, generator=init,
                                   device=device, dtype=torch.float32)
         self.chain_generator = torch.Generator().manual_seed(config.seed + 2)  # PCGrad orders (ConFIG: none)
         shared, heads = self.model.shared, self.model.heads
-        self.surgery_state = self.surgery.init(config.tasks, self.model.shared_numel, dtype=torch.float32,
-                                               device=device)
-        self.shared_state = self.optimizer.init(_flat(shared), [tuple(t.shape) for t in shared])
+        self.shared_state = self.chain.init(_flat(shared), [tuple(t.shape) for t in shared], config.tasks)
         self.heads_state = self.optimizer.init(_flat(heads), [tuple(t.shape) for t in heads])
         self.lr = float(self.optimizer.lr)  # constant: the paper's table names no schedule
 
@@ -368,14 +367,12 @@ class MultiTaskTraining:
         """One step on the batch (x [B, d], y [B, m])."""
         G, g_heads, losses = task_gradients(self.model, x, y)  # [m, p_s], [p_h], [m]
         theta = _flat(self.model.shared)  # [p_s]
-        a, surgery_state = self.surgery(G, self.surgery_state, generator=self.chain_generator)  # [p_s]
-        u, tentative = self.optimizer.propose(a, self.shared_state, params=theta)  # [p_s]
-        p, shared_state = self.alignment.align(u, G, tentative, self.optimizer, params=theta)  # [p_s]
+        step = self.chain.update(G, theta, self.shared_state, generator=self.chain_generator)  # [p_s]
         u_heads, heads_state = self.optimizer.propose(g_heads, self.heads_state, params=_flat(self.model.heads))
-        _apply(self.model.shared, p, self.lr)
+        _apply(self.model.shared, step.p, self.lr)
         _apply(self.model.heads, u_heads, self.lr)
-        self.surgery_state, self.shared_state, self.heads_state = surgery_state, shared_state, heads_state
-        return StepRecord(G, a, u, p, losses)
+        self.shared_state, self.heads_state = step.state, heads_state
+        return StepRecord(G, step.a, step.u, step.p, losses)
 
 
 def train_run(config: RunConfig, *, measure_memory: bool = False, data: SyntheticData | None = None) -> dict:
@@ -612,7 +609,7 @@ def plan(args) -> list[RunConfig]:
                for m in task_counts(args.tasks) for seed in seeds(args.seeds) for method in methods
                for optimizer in optimizers for align in ("none", args.gua)]
     for config in {(c.method, c.optimizer, c.align): c for c in configs}.values():
-        build_stages(config)  # a bad name or argument fails here, before any run starts
+        build_chain(config)  # a bad name or argument fails here, before any run starts
     return configs
 
 

@@ -104,13 +104,10 @@ def build_hand(*, points: int, grouping: str, device: torch.device, seed: int) -
 
 
 def compiled_parts(trainer) -> str:
-    """What of pinnspec's step runs compiled (docs/training.md, "What one epoch does")."""
-    if trainer._step_compiled is not None:
-        return "one graph (losses, G, update chain)"
-    if trainer.problem.compile_mode is None:
-        return "nothing (the losses fell back to eager)"
-    chain = "the update chain" if trainer._update_compiled is not None else "not the update chain (eager)"
-    return f"the losses and G, and apart from them {chain}"
+    """How pinnspec's step runs now: the execution plan's current strategy (after any fallback)."""
+    current = trainer.execution.current
+    reason = next((c.reason for c in trainer.plan.candidates if c.name == current), "")
+    return f"{current} ({reason})" if reason else current
 
 
 def same_problem(trainer, hand: HandWrittenBurgers) -> tuple[bool, float, float]:
@@ -149,8 +146,8 @@ def run(args) -> int:
     setting = {"points": f"{args.points} + {N_B} + {N_I}", "grouping": f"{args.grouping} (m = {trainer.grouping.m})",
                "surgery": str(t.surgery), "align": str(t.align), "optimizer": str(t.optimizer),
                "model": str(t.model), "params": sum(trainer.numels),
-               "derivative engine": trainer.problem.engine,
-               "compile": trainer.problem.compile_mode or "off"}
+               "derivative engine": trainer.plan.engine or trainer.problem.engine,
+               "compile": trainer.plan.mode or "off"}
 
     print("pinnspec bench speed: one Burgers epoch, pinnspec Trainer.step vs hand-written torch")
     for line in environment_lines(env):
@@ -167,9 +164,9 @@ def run(args) -> int:
     started = clock(device)
     trainer.step(epoch)  # the first step compiles (compile = on)
     setting["first_step_s"] = round(clock(device) - started, 3)
-    if trainer.problem.compile_mode:
+    if trainer.plan.mode:
         setting["compiled"] = compiled_parts(trainer)  # after the first step: a fallback shows here
-        print(f"  first step (torch.compile, mode {trainer.problem.compile_mode}): {setting['first_step_s']:.1f} s; "
+        print(f"  first step (torch.compile, mode {trainer.plan.mode}): {setting['first_step_s']:.1f} s; "
               f"compiled: {setting['compiled']}", flush=True)
     hand.step()
     epoch += 1
@@ -198,7 +195,7 @@ def run(args) -> int:
         setting["gua_projected"] = f"{sum(aligned)}/{len(aligned)} timed epochs"
 
     stages = None
-    if args.profile and trainer.problem.compile_mode:
+    if args.profile and trainer.plan.mode:
         # the breakdown times the network and the derivatives through a model proxy: inside a compiled
         # graph those stages are fused, and the proxy is not the MLP the compiled units were built for
         print("  per-stage breakdown: skipped (compile is on; its stages are fused into the compiled graphs)")
@@ -213,7 +210,7 @@ def run(args) -> int:
             "hand-written": torch_profile(lambda _, h=hand: h.step(), device, epochs=args.torch_profile, first_epoch=0),
         }
         epoch += args.torch_profile
-    trainer_compiled = trainer.problem.compile_mode is not None
+    trainer_compiled = trainer.plan.mode is not None
     del trainer, hand
 
     memory = None

@@ -7,6 +7,7 @@ import sys
 import traceback
 
 from .. import __version__
+from .._files import UnsafeCheckpoint
 from ..lang import SpecError, load
 
 EXIT_OK, EXIT_USER, EXIT_INTERNAL = 0, 1, 2
@@ -57,7 +58,15 @@ def _load(path):
 
 
 def _cmd_show(args) -> int:
-    spec = _load(args.file)
+    spec = _spec_with_overrides(args)
+    if args.stage == "step":
+        from ..engine import describe_execution
+
+        try:
+            print(describe_execution(spec))
+        except ValueError as err:
+            raise UserError(f"{args.file}: error: {err}") from None
+        return EXIT_OK
     if args.stage in ("ast", "ir"):
         from ..lang._show import format_ast, format_ir
 
@@ -121,6 +130,14 @@ def _default_run_dir(problem: str) -> str:
     return path
 
 
+def _errors_line(result, best: str, final: str) -> str:
+    if result.validation == "training loss":
+        return (f"no reference: no test error; the checkpoint kept is the validation epoch with the lowest "
+                f"training loss (epoch {result.best_epoch})")
+    when = "no validation yet" if result.best_epoch is None else f"best validation, epoch {result.best_epoch}"
+    return f"test rel-L2 {best} ({when}), final {final}"
+
+
 def _summary(result) -> str:
     rates = result.rates
     fmt = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
@@ -129,7 +146,7 @@ def _summary(result) -> str:
     lines = [
         f"{result.problem}: {result.status} after {result.epochs_done}/{result.epochs} epochs "
         f"in {result.train_time_s:.1f} s on {result.device}",
-        f"  test rel-L2 {best} (best validation, epoch {result.best_epoch}), final {final}",
+        "  " + _errors_line(result, best, final),
         f"  conflict rates R_g {fmt(rates['R_g'])} -> R_a {fmt(rates['R_a'])} -> R_u {fmt(rates['R_u'])}"
         f" -> R_p {fmt(rates['R_p'])}",
     ]
@@ -164,12 +181,20 @@ def _cmd_train(args) -> int:
         result = trainer.run()
     print(_summary(result))
     if result.status == "diverged":
-        print(f"error: {result.message} (the last good checkpoint is kept in {result.run_dir})", file=sys.stderr)
+        print(f"error: {result.message} ({_what_is_kept(result.run_dir)})", file=sys.stderr)
         return EXIT_USER
     if result.status == "interrupted":
         _print_how_to_resume(result.run_dir, "pinnspec train --resume {}")
         return 130
     return EXIT_OK
+
+
+def _what_is_kept(run_dir: str | None) -> str:
+    if not run_dir:
+        return "nothing was written: no --out"
+    if os.path.isfile(os.path.join(run_dir, "checkpoint.pt")):
+        return f"the last good checkpoint is kept in {run_dir}"
+    return f"no checkpoint had been written yet; {run_dir} holds the result and history up to the divergence"
 
 
 def _check_resume_args(args) -> None:
@@ -198,7 +223,7 @@ def _spec_with_overrides(args):
 
     overrides, written = {}, {}
     for key in _TRAIN_FLAGS:
-        value = getattr(args, key)
+        value = getattr(args, key, None)
         if value is not None:
             overrides[key], written[key] = value, flag_text(key, value)
     for key, value in _set_values(args.set_values).items():
@@ -405,10 +430,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="print a stage of the compiled problem")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--stage", choices=["ast", "ir", "plan", "kernel"], default="ir",
+    p.add_argument("--stage", choices=["ast", "ir", "plan", "kernel", "step"], default="ir",
                    help="ast: the syntax tree with source positions; ir: the checked problem (SymPy residuals); "
                         "plan: the point sets and the autograd calls of the derivative plan; "
-                        "kernel: the generated residual code")
+                        "kernel: the generated residual code; step: how a training step runs (the execution "
+                        "plan: the strategies in order, why, and what a failure falls back to)")
+    p.add_argument("--set", dest="set_values", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a training statement or train setting first, as train --set does "
+                        "(e.g. --set compile=on)")
     p.set_defaults(run=_cmd_show)
 
     p = sub.add_parser("verify", help="run the spec's exact solution through the training path; "
@@ -488,6 +517,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except UserError as err:
         print(str(err), file=sys.stderr)
+        return EXIT_USER
+    except UnsafeCheckpoint as err:
+        print(f"error: {err}", file=sys.stderr)
         return EXIT_USER
     except SpecError as err:
         print(err.render(), file=sys.stderr)

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import os
 
+from ._chain import ChainState, ChainStep, Checks, UpdateChain
+from ._execute import Execution, ExecutionPlan, plan_execution
 from ._gradients import loss_gradients
-from ._trainer import Result, Trainer, TrainingDiverged, resolve_device
+from ._trainer import Result, Trainer, TrainingDiverged, describe_execution, resolve_device
 
-__all__ = ["train", "resume", "load_run", "run_spec", "Result", "Trainer", "TrainingDiverged", "loss_gradients", "resolve_device"]
+__all__ = ["train", "resume", "load_run", "run_spec", "Result", "Trainer", "TrainingDiverged", "loss_gradients",
+           "resolve_device", "UpdateChain", "ChainState", "ChainStep", "Checks", "Execution", "ExecutionPlan",
+           "plan_execution", "describe_execution"]
 
 
 def _as_spec(spec):
@@ -40,13 +44,14 @@ def train(spec, *, epochs=None, surgery=None, optimizer=None, align=None, groupi
 
 def load_run(run_dir: str, *, progress=False, log=None, device=None, out: str | None | bool = True,
              distributed: bool = False) -> Trainer:
-    """A Trainer restored from a run directory's config.pinn and checkpoint.pt.
+    """A Trainer restored from a run directory's config.pinn and checkpoint.pt (which loads only tensors and
+    plain values: anything else is refused with ``_artifacts.UnsafeCheckpoint``, a ValueError).
 
     ``distributed``: one rank of a data-parallel run (an initialised process group): every rank
     restores the same replicated state; rank 0 alone writes on in ``run_dir``."""
-    import torch
+    from ._artifacts import load_checkpoint
 
-    checkpoint = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=False, map_location="cpu")
+    checkpoint = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))
     spec = run_spec(run_dir, checkpoint)
     trainer = Trainer(spec, run_dir if out is True else out or None, progress=progress, log=log,
                       device_override=device, distributed=distributed)
@@ -57,12 +62,11 @@ def load_run(run_dir: str, *, progress=False, log=None, device=None, out: str | 
 def run_spec(run_dir: str, checkpoint: dict | None = None):
     """The checked spec a run directory trains (its config.pinn; relative data and reference paths
     resolve where the original spec was, as the checkpoint records)."""
-    import torch
-
     from ..lang import loads
+    from ._artifacts import load_checkpoint
 
     if checkpoint is None:
-        checkpoint = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=False, map_location="cpu")
+        checkpoint = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))
     config = os.path.join(run_dir, "config.pinn")
     with open(config, encoding="utf-8") as fh:
         return loads(fh.read(), filename=config, base_dir=checkpoint.get("source_dir"))

@@ -20,14 +20,31 @@ from typing import Any, NamedTuple
 
 import torch
 
-from .._files import (atomic_write_bytes, atomic_write_text, read_csv, read_json, save_npz,  # noqa: F401
-                      write_csv, write_json)
+from .._files import (UnsafeCheckpoint, atomic_write_bytes, atomic_write_text, read_csv, read_json,  # noqa: F401
+                      save_npz, write_csv, write_json)
 
 
 def save_torch(path: str, obj: Any) -> None:
+    """``obj`` (tensors and plain values only: see `load_checkpoint`) written atomically."""
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_checkpoint(path: str, map_location: Any = "cpu") -> dict:
+    """A checkpoint, loaded with ``torch.load(weights_only=True)``: tensors, numbers, strings and containers
+    only, so a run directory someone shares cannot run code here.  pinnspec's checkpoints hold nothing else;
+    any other content is refused with `UnsafeCheckpoint` (a ValueError naming the file)."""
+    import pickle
+
+    try:
+        return torch.load(path, weights_only=True, map_location=map_location)
+    except (pickle.UnpicklingError, RuntimeError, AttributeError, EOFError, TypeError) as err:
+        reason = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
+        raise UnsafeCheckpoint(
+            f"{path}: refused: not a checkpoint pinnspec wrote, or one that holds more than tensors and plain "
+            f"values ({reason}); nothing in it was run. Use a checkpoint from a run you trust, or train again"
+        ) from None
 
 
 #: what a run directory holds that pinnspec wrote (``overwrite`` removes these and nothing else)

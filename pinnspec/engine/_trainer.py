@@ -1,21 +1,15 @@
-"""The training engine: DESIGN.md §1, one epoch at a time.
-
-Sign convention (the paper's, written once): the loss-specific gradients
-g_i, the constructed direction a, the optimizer proposal u and the aligned
-update p all point UPHILL, like ``.grad``.  The engine applies
-
-    theta <- theta - eta_t * p
-
-and that line (:meth:`Trainer._apply`) is the only place parameters change.
+"""The training engine: one epoch at a time.
 
 Every epoch:
-    points = sample(epoch)                   fresh per resample block, pure in (seed, epoch)
-    L      = losses of the grouping           [m]
-    G      = loss-specific gradients          [m, p]  (m backward passes over one graph)
-    a      = surgery(G)                        [p]
-    u, s~  = optimizer.propose(a, s)           [p]  (no learning rate, nothing applied)
-    p, s   = align(u, G, s~)                   [p]  (GUA projection + state alignment)
-    theta -= eta_t p
+    points = sample(epoch)                       fresh per resample block, pure in (seed, epoch)
+    out    = execution(theta, points, state)     losses [m], G [m, p] and the update chain's step
+                                                 (surgery -> proposal -> alignment: `_chain`), by the
+                                                 strategy of the execution plan (`_execute`)
+    values = one fetch                           the losses, the chain's checks, the conflict indicators
+    stop if not finite, or if the loss blew up   (diverged: the last good checkpoint is kept)
+    theta -= eta_t p                             `Trainer._apply`, the only place parameters change
+
+Signs follow the update chain's convention (`_chain`): G, a, u and p all point uphill.
 """
 
 from __future__ import annotations
@@ -25,33 +19,25 @@ import os
 import signal
 import sys
 import time
-import types
 import warnings
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
-from typing import Any
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from .. import __version__
-from .._compiling import aot_cacheable, own_code, symbolic
 from .._malloc import tune_allocator
 from .._rss import read_status, reset_peak
 from .. import catalog, models, optim, surgery  # noqa: F401  (register the built-in names)
-from ..align import conflict_indicators
 from ..compiler import compile_spec
-from ..optim import hutchinson_diagonal
-from ..registry import ALIGN, MODELS, OPTIMIZERS, SCHEDULES, SURGERY
+from ..registry import MODELS, SCHEDULES
 from . import _artifacts as files
 from . import _schedule  # noqa: F401  (registers the schedules)
-from ._gradients import loss_gradients
+from ._chain import ChainState, UpdateChain
+from ._execute import Execution, StepContext, StepOut, plan_execution
 
 EVAL_BATCH = 65_536
-#: the step counts of the surgery and optimizer states: ints that change every step, symbolic in the one-graph
-#: step (torch.compile's ``dynamic_sources``; the frame's argument names) while every tensor shape stays static
-STEP_COUNTS = "L['surgery_state'].step,L['optimizer_state'].step"
-#: calls in which CUDA graphs warm up (1), record (2) and first replay (3) a compiled function
-RECORDING_CALLS = 3
 
 
 @dataclass
@@ -120,6 +106,28 @@ def resolve_device(device: str | None) -> torch.device:
     return torch.device(device)
 
 
+def build_model(spec, problem, *, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
+    """The spec's network, initialised from its seed (on the CPU: the same network on every device)."""
+    t = spec.ir.training
+    init = torch.Generator().manual_seed(int(t.options.get("seed", 0)))
+    return MODELS.get(t.model.name)(**t.model.options).build(problem.dim, len(spec.ir.fields), generator=init,
+                                                             dtype=dtype, device=device)
+
+
+def describe_execution(spec) -> str:
+    """How a training step of ``spec`` runs: its execution plan (`plan_execution`), as
+    ``pinnspec show --stage step`` prints it.  Nothing is compiled or trained."""
+    options = spec.ir.training.options
+    device = resolve_device(options.get("device"))
+    dtype = torch.float64 if options.get("dtype") == "float64" else torch.float32
+    problem = compile_spec(spec)
+    grouping = spec.ir.grouping()
+    plan = plan_execution(problem, build_model(spec, problem, device=device, dtype=dtype),
+                          UpdateChain.from_training(spec.ir.training), grouping=grouping.name,
+                          num_losses=grouping.m, device=device)
+    return plan.describe(plan.candidates[0].name)
+
+
 class Trainer:
     """Trains one checked spec; writes its run directory when ``out`` is given."""
 
@@ -162,50 +170,28 @@ class Trainer:
         self.grouping = p.grouping()
         self.problem = compile_spec(spec)
 
-        init = torch.Generator().manual_seed(self.seed)  # CPU: the same network on every device
-        self.model = MODELS.get(t.model.name)(**t.model.options).build(
-            self.problem.dim, len(p.fields), generator=init, dtype=self.dtype, device=self.device)
+        self.model = build_model(spec, self.problem, device=self.device, dtype=self.dtype)
         self.params = self.problem.init_params(device=self.device, dtype=self.dtype)
         self.theta: list[torch.Tensor] = list(self.model.parameters()) + list(self.params.values())
         self.numels = [t_.numel() for t_ in self.theta]
-        self.surgery = SURGERY.get(t.surgery.name)(**t.surgery.options)
-        self.optimizer = OPTIMIZERS.get(t.optimizer.name)(**t.optimizer.options)
-        self.alignment = ALIGN.get(t.align.name)(**t.align.options)
+        self.chain = UpdateChain.from_training(t)
         self.schedule = SCHEDULES.get(t.schedule.name)(**t.schedule.options)
-        self.aligned = t.align.name != "none"
-        # an optimizer that estimates Hessians decides on the host, from its step count, which steps take one
-        hessians = type(self.optimizer).hessian_due is not optim.Optimizer.hessian_due
-        notice = self.problem.compile_losses(self.model, device=self.device, optimizer_needs_hessian=hessians)
-        if notice and self.rank == 0:
-            print(f"pinnspec: {notice}", file=sys.stderr)
         self.chain_generator = torch.Generator().manual_seed(self.seed + 1)  # PCGrad orders, Hutchinson probes
-        #: the update chain compiled with the losses (compile = on | graphs) where its surgery and optimizer
-        #: trace into one graph; dynamic: the optimizer's step count is an int that changes every step, and
-        #: one graph serves every step (also after a resume)
-        self._update_compiled = None
-        #: the whole step but sampling and apply (losses, G, update chain, checks) as ONE compiled graph, where
-        #: the chain compiles, every point set feeds one task and G needs no all-reduce between the losses and
-        #: the chain (`_compile_step`)
-        self._step_compiled = None
-        self._steps_on_device = False  # the one-graph step's step counts as device tensors (CUDA graphs)
-        self._device_steps: dict[str, torch.Tensor] | None = None  # state name -> its step count, on the device
-        self._one_graph_calls = 0  # completed calls of the one-graph step
-        if self.problem.compile_mode is not None and type(self.surgery).compiles and type(self.optimizer).compiles:
-            update = types.MethodType(own_code(Trainer._update), self)  # a cache of its own (see own_code)
-            self._update_compiled = torch.compile(update, fullgraph=True, dynamic=True)
-            if not distributed and self.problem.task_of_sets(self.grouping.name) is not None:
-                graphs = self.problem.compile_mode == "reduce-overhead"
-                # with CUDA graphs the losses and the chain compile apart where the chain cannot be recorded
-                # (ConFIG's eigh for m >= 3) or the optimizer estimates Hessians
-                if not graphs or (self.surgery.capturable(self.grouping.m) and not hessians):
-                    self._compile_step(steps_on_device=graphs)
+        self.condition_names = [c.name for c in p.conditions]
+        self.plan = plan_execution(self.problem, self.model, self.chain, grouping=self.grouping.name,
+                                   num_losses=self.grouping.m, device=self.device, distributed=distributed)
+        context = StepContext(self.problem, self.model, self.params, self.theta, self.chain, self.grouping.name,
+                              self.chain_generator, self.condition_names, f"{t.surgery}, {t.optimizer}, {t.align}",
+                              distributed)
+        self.execution = Execution(self.plan, context, notice=self._notice)
+        for note in self.plan.notes:
+            self._notice(note, prefix=False)
+        if self.plan.mode is not None:
             # a deprecation inside torch's own lowering, printed once per compile: not the user's to act on
             warnings.filterwarnings("ignore", message=r"`torch\._prims_common\.check` is deprecated",
                                     category=FutureWarning)
-
-        m, n = self.grouping.m, sum(self.numels)
-        self.surgery_state = self.surgery.init(m, n, dtype=self.dtype, device=self.device)
-        self.optimizer_state = self.optimizer.init(self._theta_flat(), [tuple(t_.shape) for t_ in self.theta])
+        m = self.grouping.m
+        self.state: ChainState = self.chain.init(self._theta_flat(), [tuple(t_.shape) for t_ in self.theta], m)
         self.epoch = 0
         self.history: list[dict] = []
         self.validations: list[tuple[int, float]] = []
@@ -230,7 +216,6 @@ class Trainer:
             # (t = pi/2 becomes 1.5707964 > pi/2, outside a generated reference's time span)
             self.validation_reference = self.problem.reference(self.problem.validation_points()).to(self.device)
             self.test_reference = self.problem.reference(self.problem.test_points()).to(self.device)
-        self.condition_names = [c.name for c in p.conditions]
         self.columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(m)]
                         + [f"loss:{c}" for c in self.condition_names]
                         + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"])
@@ -248,8 +233,13 @@ class Trainer:
         return self._points
 
     def _sample(self, epoch: int):
-        shard = (self.rank, self.world) if self.distributed else None
-        return self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype, shard=shard)
+        if not self.distributed:
+            return self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype)
+        from ._parallel import shard  # this rank's rows of every set
+
+        parts = [shard(s, self.rank, self.world) for s in self.problem.point_plan.sample(self.seed, epoch)]
+        return self.problem.points(epoch, [part for part, _ in parts], device=self.device, dtype=self.dtype,
+                                   totals=[total for _, total in parts])
 
     def _draw_ahead(self, epoch: int) -> None:
         """Draw the next epoch's points now, if they are new, so that the host's sampling (and the
@@ -269,195 +259,50 @@ class Trainer:
         with torch.no_grad():  # one multi-tensor kernel on a GPU, not one per tensor
             torch._foreach_add_(self.theta, pieces, alpha=-lr)
 
+    # the stages and their states, by name
+    surgery = property(lambda self: self.chain.surgery)
+    optimizer = property(lambda self: self.chain.optimizer)
+    alignment = property(lambda self: self.chain.alignment)
+    aligned = property(lambda self: self.chain.aligned)
+    surgery_state = property(lambda self: self.state.surgery)
+    optimizer_state = property(lambda self: self.state.optimizer)
+
     def step(self, epoch: int) -> dict:
+        """One epoch: points -> execute (losses, G, the chain's step) -> one fetch -> divergence checks ->
+        apply -> the history row."""
         points = self._points_for(epoch)
-        hessian_due = self.optimizer.hessian_due(self.optimizer_state)
-        theta = self._theta_flat()  # [p]
         lr = float(self.schedule(epoch, self.epochs, self.optimizer.lr))
-        diagnosed = lr > 0  # the zero-rate warmup step is not a diagnosed step
-        whole = None if hessian_due else self._run_one_graph_step(points, theta)
-        steps = None  # the new step counts [k], where the one-graph step keeps them on the device
-        if whole is not None:
-            losses, G, (p, surgery_state, optimizer_state, checks), steps = whole
-            self._draw_ahead(epoch)  # the whole step is queued: on a GPU the host samples while it runs
-        else:
-            losses, G = self._compiled_or_eager_losses(points, hessian_due, theta)
-            # the losses and G are queued on the device: on a GPU the host draws the next points while it
-            # works (here rather than before the fetch below: ConFIG's pseudo-inverse for m >= 3 waits)
-            self._draw_ahead(epoch)
-        hessian = None
-        if hessian_due:  # the same probes on every rank: the sum of the estimates is the whole loss's
-            hessian = hutchinson_diagonal(sum(losses.task_list), self.theta, generator=self.chain_generator)
-        logged = torch.cat([losses.tasks.detach(),
-                            torch.stack([losses.conditions[c].detach() for c in self.condition_names])])
-        if self.distributed:  # every rank holds its shard's share of each mean: the sums are the means
-            import torch.distributed as dist
+        out = self.execution(self._theta_flat(), points, self.state, lambda: self._draw_ahead(epoch),
+                             hessian_due=self.chain.hessian_due(self.state))
+        values = _fetch(out, self.grouping.m)
+        if not values.finite:
+            raise TrainingDiverged(self._divergence_message(epoch, out.losses, out.G, out.chain.p))
+        self._check_blow_up(epoch, values.loss, values.tasks)
+        self._apply(lr, out.chain.p)
+        self.state = _with_host_steps(out.chain.state, values.steps)
+        return self._row(epoch, lr, values, diagnosed=lr > 0)  # the zero-rate warmup step is not diagnosed
 
-            for tensor in (G, logged) + ((hessian,) if hessian is not None else ()):
-                dist.all_reduce(tensor)
-        tasks = logged[: self.grouping.m]  # [m]
-        if whole is None:
-            p, surgery_state, optimizer_state, checks = self._run_update(
-                G, theta, hessian, self.surgery_state, self.optimizer_state, diagnosed)
-        # everything the host needs from this step, fetched in ONE synchronisation:
-        # [finite tasks, loss, tasks and conditions, finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u)),
-        #  (the new step counts, where they are on the device)]
-        pieces = [torch.isfinite(tasks).all().reshape(1), tasks.sum().reshape(1), logged, checks]
-        values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces + [steps] if x is not None])
-        values = values.tolist()
-        if steps is not None:  # the states keep ints (checkpoints, Hessian schedules); the device its copies
-            counted = dict(zip(self._device_steps, values[-len(steps):]))
-            del values[-len(steps):]
-            surgery_state, optimizer_state = (
-                replace(state, step=int(counted[name])) if name in counted else state
-                for name, state in (("surgery", surgery_state), ("optimizer", optimizer_state)))
-        n = 2 + logged.numel()
-        (tasks_finite, loss, *logged_values), (G_finite, p_finite), diagnostics = \
-            values[:n], values[n: n + 2], values[n + 2:]
-        if not (tasks_finite and G_finite and p_finite):
-            raise TrainingDiverged(self._divergence_message(epoch, losses, G, p))
-        self._check_blow_up(epoch, loss, logged_values[: self.grouping.m])
-
-        self._apply(lr, p)
-        self.surgery_state, self.optimizer_state = surgery_state, optimizer_state
-
-        row: dict[str, Any] = {"epoch": epoch + 1, "lr": lr, "loss": loss}  # epoch k: the state after k updates
-        scalars = iter(logged_values + diagnostics)
-        for i in range(self.grouping.m):
-            row[f"task{i}"] = next(scalars)
-        for c in self.condition_names:
-            row[f"loss:{c}"] = next(scalars)
+    def _row(self, epoch: int, lr: float, values: "_StepValues", *, diagnosed: bool) -> dict:
+        """The history row of an epoch (epoch k: the state after k updates); counts the conflict rates."""
+        row: dict[str, Any] = {"epoch": epoch + 1, "lr": lr, "loss": values.loss}
+        row.update({f"task{i}": value for i, value in enumerate(values.tasks)})
+        row.update({f"loss:{c}": value for c, value in zip(self.condition_names, values.conditions)})
         if diagnosed:
             self.counters.counted += 1
-            for key in ("R_g", "R_a", "R_u") + (("R_p",) if self.aligned else ()):
-                flag = int(next(scalars))
-                self.counters.conflicts[key] += flag
-                row[key] = flag
+            for key, flag in zip(("R_g", "R_a", "R_u") + (("R_p",) if self.aligned else ()), values.conflicts):
+                self.counters.conflicts[key] += int(flag)
+                row[key] = int(flag)
             if self.aligned:
-                changed = int(next(scalars))
-                self.counters.projected += changed
-                row["projected"] = changed
-                row["cos_pu"] = next(scalars)
+                self.counters.projected += int(values.projected)
+                row["projected"] = int(values.projected)
+                row["cos_pu"] = values.cos_pu
         return row
 
-    def _compiled_or_eager_losses(self, points, hessian_due: bool, theta: torch.Tensor):
-        """`_losses_and_gradients`; where the compiled losses fail (no working compiler on a laptop
-        without a C++ toolchain, or a graph inductor rejects), a one-line notice and the eager losses
-        from then on: the same values."""
-        try:
-            return self._losses_and_gradients(points, hessian_due, theta)
-        except torch._dynamo.exc.TorchDynamoException as err:
-            if self.problem.compile_mode is None:
-                raise
-            self._notice(f"the losses do not compile ({_reason(err)}); training eagerly")
-            self.problem.stop_compiling()
-            self._update_compiled = self._step_compiled = None  # they would meet the same compiler
-            return self._losses_and_gradients(points, hessian_due, theta)
-
-    def _compile_step(self, *, steps_on_device: bool) -> None:
-        """The one-graph step, compiled with static shapes (the point sets' sizes never change; static
-        kernels were faster than dynamic ones).  Its step counts are ints, symbolic in the graph
-        (STEP_COUNTS: one graph for every step), or with ``steps_on_device`` 0-d float64 tensors on the
-        run's device, fed from one step to the next: what CUDA graphs need (``compile = graphs`` on CUDA),
-        since a recorded graph replays the same kernel arguments at every step."""
-        self._steps_on_device, self._device_steps, self._one_graph_calls = steps_on_device, None, 0
-        whole = types.MethodType(own_code(Trainer._losses_gradients_and_update), self)
-        self._step_compiled = torch.compile(whole, fullgraph=True, dynamic=False if steps_on_device else None,
-                                            mode=self.problem.compile_mode)
-
-    def _run_one_graph_step(self, points, theta: torch.Tensor):
-        """(losses, G, the chain's (p, states, checks), the new step counts [k] or None) by the one-graph
-        step, or None where it does not run; where it does not compile, a one-line notice and the losses
-        and the chain compiled apart from then on (each with its own fallback)."""
-        if self._step_compiled is None:
-            return None
-        fused = self.problem.fused_gradients(self.model, self.params, self.grouping.name)
-        inputs, counts = fused.inputs(points)
-        states = {"surgery": self.surgery_state, "optimizer": self.optimizer_state}
-        if self._steps_on_device:
-            if self._device_steps is None:  # the first step, or the first after a resume
-                self._device_steps = {name: torch.tensor(float(state.step), dtype=torch.float64, device=self.device)
-                                      for name, state in states.items() if _has_step(state)}
-            states.update({name: replace(states[name], step=step) for name, step in self._device_steps.items()})
-        try:
-            with aot_cacheable(), symbolic("" if self._steps_on_device else STEP_COUNTS):
-                tasks, conditions, G, (p, surgery_state, optimizer_state, checks) = self._step_compiled(
-                    fused, theta, inputs, counts, states["surgery"], states["optimizer"])
-        except torch._dynamo.exc.TorchDynamoException as err:
-            self._step_compiled = None
-            self._notice(f"the step does not compile as one graph ({_reason(err)}); the losses and the "
-                         "update chain compile apart")
-            return None
-        except RuntimeError as err:
-            # CUDA graphs warm up and record in the first calls: an op a graph cannot hold fails there, with a
-            # CUDA error rather than a compiler's; later, a RuntimeError is the run's own
-            if not self._steps_on_device or self._one_graph_calls >= RECORDING_CALLS:
-                raise
-            self._step_compiled = None
-            self._notice(f"the step's CUDA graph cannot be recorded ({_reason(err)}); the losses and the "
-                         "update chain compile apart")
-            return None
-        self._one_graph_calls += 1
-        steps = None
-        if self._steps_on_device:
-            # a CUDA graph's outputs are overwritten by its next replay: the states it feeds back are copies
-            states = {"surgery": _copied(surgery_state), "optimizer": _copied(optimizer_state)}
-            self._device_steps = {name: states[name].step for name in self._device_steps}
-            surgery_state, optimizer_state = states["surgery"], states["optimizer"]
-            steps = torch.stack(list(self._device_steps.values())) if self._device_steps else None
-        return fused.losses(tasks, conditions), G, (p, surgery_state, optimizer_state, checks), steps
-
-    def _losses_gradients_and_update(self, fused, theta, inputs, counts, surgery_state, optimizer_state):
-        """The one-graph step: (tasks [m], conditions [C], G [m, p], ``_update``'s (p, states, checks)), a
-        pure function of its arguments (compiled, `_step_compiled`)."""
-        tasks, conditions, G = fused(theta, inputs, counts)
-        return tasks, conditions, G, self._update(G, theta, None, surgery_state, optimizer_state, True)
-
-    def _notice(self, text: str) -> None:
+    def _notice(self, text: str, *, prefix: bool = True) -> None:
+        """A one-line notice about how steps run (rank 0 only); ``prefix``: the compile setting first."""
         if self.rank == 0:
-            print(f"pinnspec: compile = {self.problem.compile}: {text}", file=sys.stderr)
-
-    def _losses_and_gradients(self, points, hessian_due: bool, theta: torch.Tensor):
-        """The m task losses and G [m, p] (the compiled losses unless a Hessian estimate is due:
-        it needs double backward, which a compiled graph does not support).  Compiled, and where each
-        point set feeds one task, losses and G by one graph (`CompiledProblem.losses_and_gradients`)."""
-        if not hessian_due:
-            fused = self.problem.losses_and_gradients(self.model, points, self.params, self.grouping.name, theta)
-            if fused is not None:
-                return fused
-        losses = self.problem.losses(self.model, points, self.params, self.grouping.name, compiled=not hessian_due)
-        return losses, loss_gradients(losses.task_list, self.theta, retain_graph=hessian_due)  # [m, p]
-
-    def _update(self, G, theta, hessian, surgery_state, optimizer_state, diagnosed: bool, generator=None):
-        """surgery -> proposal -> alignment, and the step's checks: (p [p], surgery state, optimizer state,
-        checks [finite G, finite p, (R_g, R_a, R_u[, R_p], projected, cos(p, u)) when diagnosed]).
-        A pure function of its arguments (compiled with the losses when compile is on)."""
-        a, surgery_state = self.surgery(G, surgery_state, generator=generator)  # [p]
-        u, tentative = self.optimizer.propose(a, optimizer_state, params=theta, hessian=hessian)  # [p]
-        p, optimizer_state = self.alignment.align(u, G, tentative, self.optimizer, params=theta)  # [p]
-        checks = [torch.stack([torch.isfinite(G).all(), torch.isfinite(p).all()])]
-        if diagnosed:
-            checks.append(conflict_indicators(G, [a, u] + ([p] if self.aligned else [])))
-            if self.aligned:
-                u64, p64 = u.detach().double(), p.detach().double()
-                checks += [((p - u).norm() > 0).reshape(1),
-                           (u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)).reshape(1)]
-        return p, surgery_state, optimizer_state, torch.cat([c.reshape(-1).to(torch.float64) for c in checks])
-
-    def _run_update(self, G, theta, hessian, surgery_state, optimizer_state, diagnosed: bool):
-        """``_update``, compiled where it compiles; a chain that does not (a host decision inside a
-        surgery method or an optimizer) runs eagerly from then on, with a one-line notice.  Compiled, it
-        always computes the diagnostics (a few reductions; the caller reads them only when ``diagnosed``):
-        one graph to compile, not a second one for the zero-rate first step alone."""
-        if self._update_compiled is not None:
-            try:
-                return self._update_compiled(G, theta, hessian, surgery_state, optimizer_state, True)
-            except torch._dynamo.exc.TorchDynamoException as err:
-                self._update_compiled = None
-                t = self.spec.ir.training
-                self._notice(f"the update chain ({t.surgery}, {t.optimizer}, {t.align}) does not compile "
-                             f"({type(err).__name__}); it runs eagerly")
-        return self._update(G, theta, hessian, surgery_state, optimizer_state, diagnosed, self.chain_generator)
+            setting = f"compile = {self.spec.ir.training.options.get('compile', 'off')}: " if prefix else ""
+            print(f"pinnspec: {setting}{text}", file=sys.stderr)
 
     def _divergence_message(self, epoch, losses, G, p) -> str:
         at = f"training diverged at epoch {epoch + 1}"
@@ -516,7 +361,7 @@ class Trainer:
     def _training_loss(self, epoch: int) -> float:
         """The summed task losses of the current model on epoch ``epoch``'s points (all ranks together)."""
         losses = self.problem.losses(self.model, self._points_for(epoch), self.params, self.grouping.name,
-                                     compiled=False)
+                                     engine=self.plan.engine)
         total = losses.tasks.detach().sum().to(torch.float64)
         if self.distributed:
             import torch.distributed as dist
@@ -673,8 +518,7 @@ class Trainer:
             "epoch": self.epoch,
             "model": self.model.state_dict(),
             "params": {k: v.detach() for k, v in self.params.items()},
-            "surgery": self.surgery.state_dict(self.surgery_state),
-            "optimizer": self.optimizer.state_dict(self.optimizer_state),
+            **self.chain.state_dict(self.state),
             "chain_generator": self.chain_generator.get_state(),
             "best": asdict(self.best),
             "counters": asdict(self.counters),
@@ -692,10 +536,10 @@ class Trainer:
                 self.params[k].copy_(v)
         # checkpoints load onto the CPU (the generator state must stay there): the chain's states
         # go back to the run's device
-        self.surgery_state = self.surgery.load_state_dict(_to_device(state["surgery"], self.device))
-        self.optimizer_state = self.optimizer.load_state_dict(_to_device(state["optimizer"], self.device))
+        self.state = self.chain.load_state_dict(_to_device({"surgery": state["surgery"],
+                                                            "optimizer": state["optimizer"]}, self.device))
         self.chain_generator.set_state(state["chain_generator"])
-        self._device_steps = None  # the one-graph step copies the loaded step counts to the device
+        self.execution.state_loaded()  # the one CUDA graph copies the loaded step counts to the device
         self.best = _Best(**state["best"])
         self.counters = _Counters(**state["counters"])
         self.history = list(state["history"])
@@ -707,23 +551,42 @@ class Trainer:
         files.save_torch(os.path.join(self.out, "checkpoint.pt"), self.state_dict())
 
 
-def _has_step(state) -> bool:
-    """Whether a chain state counts steps (a dataclass with an int ``step``; ConFIG's state is None)."""
-    return is_dataclass(state) and any(f.name == "step" for f in fields(state))
+class _StepValues(NamedTuple):
+    """What the host reads of one step, fetched in ONE transfer."""
+
+    finite: bool  # the task losses, G and p are finite
+    loss: float
+    tasks: list[float]  # [m]
+    conditions: list[float]  # [C], the spec's order
+    conflicts: list[float]  # R_g, R_a, R_u[, R_p]: 0.0 or 1.0
+    projected: float
+    cos_pu: float
+    steps: dict[str, int]  # the chain states' step counts, where they are kept on the device
 
 
-def _copied(state):
-    """A state dataclass with its tensors copied (None stays None)."""
-    if not is_dataclass(state):
+def _fetch(out: StepOut, m: int) -> _StepValues:
+    """Everything the host needs from a step, in one synchronisation: [finite tasks, loss, tasks and
+    conditions, the chain's checks, the device's step counts]."""
+    checks = out.chain.checks
+    tasks = out.logged[:m]  # [m]
+    steps = list(out.steps.values()) if out.steps else []
+    pieces = [torch.isfinite(tasks).all(), tasks.sum(), out.logged, *checks, *steps]
+    values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
+    k = len(checks.conflicts)
+    tasks_finite, loss, logged = values[0], values[1], values[2: 2 + len(out.logged)]
+    finite_G, finite_p, *rest = values[2 + len(out.logged):]
+    conflicts, (projected, cos_pu), counts = rest[:k], rest[k: k + 2], rest[k + 2:]
+    return _StepValues(bool(tasks_finite and finite_G and finite_p), loss, logged[:m], logged[m:], conflicts,
+                       projected, cos_pu, dict(zip(out.steps or {}, (int(c) for c in counts))))
+
+
+def _with_host_steps(state: ChainState, steps: dict[str, int]) -> ChainState:
+    """The chain state with the step counts the device kept as ints again (checkpoints and Hessian schedules
+    read ints; the device keeps its own copies)."""
+    if not steps:
         return state
-    return replace(state, **{f.name: getattr(state, f.name).clone() for f in fields(state)
-                             if isinstance(getattr(state, f.name), torch.Tensor)})
-
-
-def _reason(err: Exception) -> str:
-    """The first line of a compiler error, for a one-line notice."""
-    text = str(err).strip()
-    return text.splitlines()[0][:200] if text else type(err).__name__
+    return ChainState(*(replace(getattr(state, name), step=steps[name]) if name in steps else getattr(state, name)
+                        for name in ChainState._fields))
 
 
 def _to_device(tree, device: torch.device):

@@ -89,6 +89,9 @@ class Optimizer:
     #: GUA state-alignment coefficients (rho_m, rho_v) from the paper, or None
     #: when the paper defines no state alignment for this optimizer
     alignment_defaults: ClassVar[tuple[float, float] | None] = None
+    #: whether the proposal needs a Hessian-diagonal estimate on some steps (``hessian_due``): the engine
+    #: then estimates it on those steps, by double backward through the eager losses
+    uses_hessian: ClassVar[bool] = False
     #: whether ``compile = on`` compiles the update chain with this optimizer (SOAP: its compile takes
     #: a minute, and its eigendecompositions stay library calls anyway)
     compiles: ClassVar[bool] = True

@@ -106,6 +106,7 @@ class SophiaG(Optimizer):
     hessian_every: int = 10
 
     state_type = SophiaState
+    uses_hessian = True
 
     def init(self, params, shapes=None):
         ParamLayout.of(shapes, params.numel())
@@ -151,6 +152,7 @@ class AdaHessian(Optimizer):
     hessian_every: int = 1
 
     state_type = AdaHessianState
+    uses_hessian = True
 
     def init(self, params, shapes=None):
         ParamLayout.of(shapes, params.numel())

@@ -58,6 +58,7 @@ def run_one(task: dict) -> dict:
     import torch
 
     from ..engine import Trainer
+    from ..engine._artifacts import load_checkpoint
     from ..lang import loads
 
     run_dir = task["run_dir"]
@@ -68,7 +69,7 @@ def run_one(task: dict) -> dict:
     resumed_from = None
     if task["action"] == "resume":
         trainer = Trainer(spec, run_dir)
-        state = torch.load(os.path.join(run_dir, "checkpoint.pt"), weights_only=False, map_location=trainer.device)
+        state = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"), map_location=trainer.device)
         trainer.load_state_dict(state)
         resumed_from = trainer.epoch
     else:

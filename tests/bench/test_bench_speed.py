@@ -54,10 +54,10 @@ def test_points_override_changes_only_the_counts():
 
 
 def test_instrumented_step_times_every_stage_and_restores_the_trainer():
-    from pinnspec.engine import _trainer
+    from pinnspec.engine import _execute
 
     trainer, hand = _pair(points=32)
-    model, loss_gradients = trainer.model, _trainer.loss_gradients
+    model, loss_gradients, chain = trainer.model, _execute.loss_gradients, trainer.execution.ctx.chain
     trainer.step(0)
     ours, theirs = profile_pair(trainer, hand, CPU, epochs=2, first_epoch=1)
     for stage in ("sample points", "network forward", "input derivatives", "residuals + losses",
@@ -65,12 +65,13 @@ def test_instrumented_step_times_every_stage_and_restores_the_trainer():
                   "diagnostics (conflicts)", "rest", "total"):
         assert ours[stage] >= 0 or stage == "rest", stage
     assert ours["total"] > 0 and theirs["total"] > 0 and "optimizer + apply" in theirs
-    assert trainer.model is model and _trainer.loss_gradients is loss_gradients
+    assert trainer.model is model and _execute.loss_gradients is loss_gradients
+    assert trainer.execution.ctx.chain is chain and trainer.execution.ctx.model is model
     assert "losses" not in vars(trainer.problem) and "_sample" not in vars(trainer)
     trainer.step(3)  # still a working trainer
     with pytest.raises(RuntimeError), instrument(trainer, CPU):
         raise RuntimeError  # restored on errors too
-    assert trainer.model is model and _trainer.loss_gradients is loss_gradients
+    assert trainer.model is model and _execute.loss_gradients is loss_gradients
 
 
 def test_speed_end_to_end(tmp_path, capsys):
@@ -136,10 +137,12 @@ def test_the_report_says_what_of_the_step_is_compiled():
                                        device=CPU, seed=0, epochs=2, engine="forward", compile="on")
         return trainer, _speed.compiled_parts(trainer)
 
-    assert parts()[1] == "one graph (losses, G, update chain)"
-    assert parts("pcgrad")[1] == "the losses and G, and apart from them not the update chain (eager)"
+    assert parts()[1].startswith("one graph (losses, G and the update chain as one graph")
+    assert parts("pcgrad")[1] == ("losses compiled, chain eager (every point set's losses and G as one graph; "
+                                  "the update chain eagerly)")
     trainer, _ = parts()
-    trainer._step_compiled = None
-    assert _speed.compiled_parts(trainer) == "the losses and G, and apart from them the update chain"
-    trainer.problem.stop_compiling()
-    assert _speed.compiled_parts(trainer) == "nothing (the losses fell back to eager)"
+    trainer.execution._demote("step")  # what a one graph that does not compile falls back to
+    assert _speed.compiled_parts(trainer) == ("two graphs (every point set's losses and G as one graph; the "
+                                              "update chain compiled apart)")
+    trainer.execution._demote("losses")
+    assert _speed.compiled_parts(trainer).startswith("eager (losses and G eagerly")

@@ -10,7 +10,9 @@ import pytest
 import torch
 
 import pinnspec
-from pinnspec.engine import Trainer, loss_gradients
+from pinnspec.engine import Trainer, UpdateChain, loss_gradients
+from pinnspec.engine._compiled import FusedGradients
+from pinnspec.engine._execute import TwoGraphs
 from pinnspec.lang._overrides import apply_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +26,8 @@ def _spec(path, **settings):
 
 def _eager_losses_and_gradients(trainer):
     points = trainer._points_for(0)
-    losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name, compiled=False)
+    losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name,
+                                    engine=trainer.plan.engine)
     return losses, loss_gradients(losses.task_list, trainer.theta)  # [m, p]
 
 
@@ -38,12 +41,12 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
     test_a_set_that_feeds_two_tasks_takes_one_backward_pass_per_task."""
     trainer = Trainer(_spec(path, compile="on", engine="auto", grouping="three" if "poisson" not in str(path)
                             else "two", model="mlp(width = 8, depth = 2)"))
-    assert trainer.problem.compile_mode == "default"
+    assert trainer.plan.mode == "default"
     eager_losses, eager_G = _eager_losses_and_gradients(trainer)
     assert eager_G.abs().max() > 0
     assert trainer.problem.task_of_sets(trainer.grouping.name) is not None
-    compiled_losses, compiled_G = trainer.problem.losses_and_gradients(
-        trainer.model, trainer._points_for(0), trainer.params, trainer.grouping.name, trainer._theta_flat())
+    compiled_losses, compiled_G = trainer.execution.compiled_losses().losses_and_gradients(
+        trainer._points_for(0), trainer.params, trainer.grouping.name, trainer._theta_flat())
     torch.testing.assert_close(compiled_losses.tasks, eager_losses.tasks, rtol=1e-10, atol=1e-14)
     for name, value in eager_losses.conditions.items():
         torch.testing.assert_close(compiled_losses.conditions[name], value, rtol=1e-10, atol=1e-14)
@@ -58,7 +61,8 @@ def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path
     two sets' rows); inverse_heat has a trainable param and observed data."""
     trainer = Trainer(_spec(path, grouping=grouping, model="mlp(width = 8, depth = 2)"))
     points = trainer._points_for(0)
-    fused = trainer.problem.fused_gradients(trainer.model, trainer.params, grouping)
+    fused = FusedGradients(trainer.problem, trainer.model, trainer.params, grouping,
+                           trainer.problem.task_of_sets(grouping))
     tasks, conditions, G = fused(trainer._theta_flat(), *fused.inputs(points))
     eager_losses, eager_G = _eager_losses_and_gradients(trainer)
     torch.testing.assert_close(tasks, eager_losses.tasks.detach(), rtol=1e-12, atol=1e-15)
@@ -71,13 +75,13 @@ def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path
 def test_a_compiled_run_follows_the_eager_run():
     eager = Trainer(_spec(TINY, epochs=8))
     compiled = Trainer(_spec(TINY, epochs=8, compile="on"))
-    assert eager.problem.compile_mode is None and compiled.problem.compile_mode == "default"
+    assert eager.plan.mode is None and compiled.plan.mode == "default"
     a, b = eager.run(), compiled.run()
     assert a.epochs_done == b.epochs_done == 8
     for x, y in zip(eager.theta, compiled.theta):
         torch.testing.assert_close(y, x, rtol=1e-7, atol=1e-10)
     assert abs(a.rel_l2 - b.rel_l2) <= 1e-7 * a.rel_l2
-    assert compiled._step_compiled is not None  # the one-graph step: what the next check counts
+    assert compiled.execution.current == "one graph"  # what the next check counts
     launches = _launches_outside_compiled_graphs(lambda: compiled.step(7))
     # 12 on torch 2.13 (sampling's copies, theta flattened, the host's values, apply): 15 with the losses and
     # the chain compiled apart, 45 with the losses assembled eagerly
@@ -92,9 +96,9 @@ def test_the_one_graph_step_equals_the_eager_step_at_every_step_count(surgery, s
     the counts are symbolic ints or device tensors (what CUDA graphs take; here on the CPU)."""
     eager = Trainer(_spec(TINY, epochs=6, surgery=surgery))
     compiled = Trainer(_spec(TINY, epochs=6, surgery=surgery, compile="on"))
-    assert compiled._step_compiled is not None and not compiled._steps_on_device
+    assert compiled.execution.current == "one graph" and not compiled.execution.strategy.steps_on_device
     if steps_on_device:
-        compiled._compile_step(steps_on_device=True)
+        compiled.execution.install(compiled.execution.one_graph(steps_on_device=True))
     for epoch in range(6):
         with torch._dynamo.config.patch(error_on_recompile=epoch > 0):
             b = compiled.step(epoch)
@@ -102,12 +106,12 @@ def test_the_one_graph_step_equals_the_eager_step_at_every_step_count(surgery, s
         assert a.keys() == b.keys()
         for key, value in a.items():
             assert b[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
-    assert compiled._step_compiled is not None and compiled.optimizer_state.step == 6
+    assert compiled.execution.current == "one graph" and compiled.optimizer_state.step == 6
     assert type(compiled.optimizer_state.step) is int  # the host's ints, also with the device's copies
     if surgery == "mconfig":
         assert type(compiled.surgery_state.step) is int and compiled.surgery_state.step == 6
     if steps_on_device:
-        assert {name: float(step) for name, step in compiled._device_steps.items()} == (
+        assert {name: float(step) for name, step in compiled.execution.strategy.device_steps.items()} == (
             {"surgery": 6.0, "optimizer": 6.0} if surgery == "mconfig" else {"optimizer": 6.0})
     for x, y in zip(eager.theta, compiled.theta):
         torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-12)
@@ -119,24 +123,25 @@ def test_a_cuda_graph_that_cannot_be_recorded_falls_back_to_two_graphs(capsys):
     once recorded, a RuntimeError is the run's own and propagates."""
     eager = Trainer(_spec(TINY, epochs=6))
     trainer = Trainer(_spec(TINY, epochs=6, compile="on"))
-    trainer._compile_step(steps_on_device=True)
+    trainer.execution.install(trainer.execution.one_graph(steps_on_device=True))
 
     def capture_fails(*args):
         raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
 
     trainer.step(0)  # warm-up call
-    trainer._step_compiled = capture_fails
+    trainer.execution.strategy.compiled = capture_fails
     for epoch in range(1, 6):
         trainer.step(epoch)
     for epoch in range(6):
         eager.step(epoch)
-    assert trainer._step_compiled is None and trainer._update_compiled is not None
+    assert trainer.execution.current == "two graphs"  # the losses and the chain compiled apart
     assert "pinnspec: compile = on: the step's CUDA graph cannot be recorded (CUDA error: operation not " \
            "permitted when stream is capturing); the losses and the update chain compile apart" in capsys.readouterr().err
     for x, y in zip(eager.theta, trainer.theta):
         torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-12)
-    trainer._compile_step(steps_on_device=True)
-    trainer._one_graph_calls, trainer._step_compiled = 3, capture_fails
+    recorded = trainer.execution.one_graph(steps_on_device=True)
+    recorded.calls, recorded.compiled = 3, capture_fails
+    trainer.execution.install(recorded)
     with pytest.raises(RuntimeError, match="stream is capturing"):
         trainer.step(6)
 
@@ -187,10 +192,12 @@ def test_a_set_that_feeds_two_tasks_takes_one_backward_pass_per_task(tmp_path):
     assert problem.task_of_sets("two") == (0, 1, 1)
     trainer = Trainer(_spec(path, compile="on", grouping="four", model="mlp(width = 8, depth = 2)"))
     points = trainer._points_for(0)
-    assert trainer.problem.losses_and_gradients(trainer.model, points, trainer.params, "four",
-                                                trainer._theta_flat()) is None
-    losses, G = trainer._losses_and_gradients(points, False, trainer._theta_flat())  # the per-set units
-    eager = trainer.problem.losses(trainer.model, points, trainer.params, "four", compiled=False)
+    assert trainer.execution.compiled_losses().losses_and_gradients(points, trainer.params, "four",
+                                                                   trainer._theta_flat()) is None
+    assert trainer.execution.current == "two graphs"  # no one graph: a set feeds two tasks
+    out = trainer.execution.strategy(trainer._theta_flat(), points, trainer.state, lambda: None)  # per-set units
+    losses, G = out.losses, out.G
+    eager = trainer.problem.losses(trainer.model, points, trainer.params, "four", engine=trainer.plan.engine)
     torch.testing.assert_close(losses.tasks, eager.tasks, rtol=1e-10, atol=1e-14)
     for name, value in eager.conditions.items():
         torch.testing.assert_close(losses.conditions[name], value, rtol=1e-10, atol=1e-14)
@@ -209,7 +216,7 @@ def test_the_compiled_graphs_go_into_aotautograds_cache(surgery):
     if not hasattr(torch._functorch.config, "autograd_cache_allow_custom_autograd_functions"):
         pytest.skip("this torch has no switch for custom autograd.Functions in AOTAutograd's cache")
     trainer = Trainer(_spec(TINY, compile="on", epochs=2, surgery=surgery))
-    assert (trainer._step_compiled is not None) == (surgery == "config")
+    assert (trainer.execution.current == "one graph") == (surgery == "config")
     before = dict(counters["aot_autograd"])
     trainer.step(0)
     delta = {k: v - before.get(k, 0) for k, v in counters["aot_autograd"].items()}
@@ -222,7 +229,7 @@ def test_each_compiled_unit_compiles_once():
     (PCGrad draws task orders, so its update chain stays eager: only the loss units compile.)"""
     trainer = Trainer(_spec(ROOT / "specs" / "burgers.pinn", compile="on", model="mlp(width = 8, depth = 2)",
                             epochs=3, surgery="pcgrad"))
-    assert trainer._update_compiled is None
+    assert trainer.execution.current == "losses compiled, chain eager"
     with torch._dynamo.config.patch(error_on_recompile=True):
         for epoch in range(3):
             trainer.step(epoch)
@@ -231,15 +238,17 @@ def test_each_compiled_unit_compiles_once():
 @pytest.mark.parametrize("surgery, optimizer", [("config", "adam"), ("mconfig", "sgd"), ("none", "adamw"),
                                                 ("config", "adahessian(hessian_every = 2)")])
 def test_the_compiled_update_chain_equals_the_eager_one(surgery, optimizer):
-    """surgery -> proposal -> GUA -> diagnostics, compiled: the same p, states and checks as eager, on the
-    same inputs, and one graph for every step count (two variants: the undiagnosed warmup step)."""
+    """surgery -> proposal -> GUA -> checks, compiled: the same p, states and checks as eager, on the
+    same inputs, and one graph for every step count."""
     trainer = Trainer(_spec(TINY, compile="on", surgery=surgery, optimizer=optimizer, align="gua", epochs=8))
-    assert trainer._update_compiled is not None
+    assert "two graphs" in [c.name for c in trainer.plan.candidates]
+    chain = TwoGraphs(trainer.execution.ctx, trainer.execution.compiled_losses(), compile_chain=True).chain
     for epoch in range(5):
         points = trainer._points_for(epoch)
-        hessian_due = trainer.optimizer.hessian_due(trainer.optimizer_state)
+        hessian_due = trainer.chain.hessian_due(trainer.state)
         # eager losses: this test is about the chain (the loss graphs have tests of their own)
-        losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name, compiled=False)
+        losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name,
+                                        engine=trainer.plan.engine)
         G = loss_gradients(losses.task_list, trainer.theta, retain_graph=hessian_due)
         hessian = None
         if hessian_due:
@@ -247,16 +256,15 @@ def test_the_compiled_update_chain_equals_the_eager_one(surgery, optimizer):
 
             hessian = hutchinson_diagonal(sum(losses.task_list), trainer.theta,
                                           generator=torch.Generator().manual_seed(epoch))
-        args = (G, trainer._theta_flat(), hessian, trainer.surgery_state, trainer.optimizer_state, epoch > 0)
-        # variants: undiagnosed (epoch 0), diagnosed, and with AdaHessian with and without an estimate
+        theta = trainer._theta_flat()
+        # variants: AdaHessian with and without an estimate
         with torch._dynamo.config.patch(error_on_recompile=epoch >= 3):
-            compiled = trainer._update_compiled(*args)
-        eager = trainer._update(*args)
+            compiled = chain(G, theta, hessian, trainer.surgery_state, trainer.optimizer_state)
+        eager = trainer.chain.update(G, theta, trainer.state, hessian=hessian)
         for a, b in zip(_tensors(compiled), _tensors(eager)):
             torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
-        trainer._apply(1e-3, eager[0])
-        trainer.surgery_state, trainer.optimizer_state = eager[1], eager[2]
-    assert trainer._update_compiled is not None
+        trainer._apply(1e-3, eager.p)
+        trainer.state = eager.state
 
 
 def _tensors(tree):
@@ -282,12 +290,13 @@ def test_losses_that_do_not_compile_train_eagerly(capsys):
     def no_compiler(*args):
         raise torch._dynamo.exc.TorchDynamoException("InvalidCxxCompiler: No working C++ compiler found")
 
-    trainer.problem._compiled = {index: no_compiler for index in trainer.problem._compiled}
-    trainer.problem._fused = trainer._step_compiled = no_compiler
+    compiled = trainer.execution.compiled_losses()
+    compiled.units = {index: no_compiler for index in compiled.units}
+    compiled.fused_unit = trainer.execution.strategy.compiled = no_compiler
     for epoch in range(3):
         a, b = eager.step(epoch), trainer.step(epoch)
         assert a["loss"] == b["loss"]
-    assert trainer.problem.compile_mode is None and trainer._update_compiled is trainer._step_compiled is None
+    assert trainer.execution.current == "eager"
     err = capsys.readouterr().err
     reason = "(InvalidCxxCompiler: No working C++ compiler found)"
     assert err.count(f"pinnspec: compile = on: the step does not compile as one graph {reason}; the losses and "
@@ -295,25 +304,24 @@ def test_losses_that_do_not_compile_train_eagerly(capsys):
     assert err.count(f"pinnspec: compile = on: the losses do not compile {reason}; training eagerly") == 1
 
 
-def test_an_update_chain_that_does_not_compile_runs_eagerly(capsys):
+def test_an_update_chain_that_does_not_compile_runs_eagerly(capsys, monkeypatch):
     eager = Trainer(_spec(TINY, epochs=3))
     trainer = Trainer(_spec(TINY, compile="on", epochs=3))
-    assert Trainer(_spec(TINY, compile="on", surgery="upgrad"))._update_compiled is None  # a host decision inside
+    upgrad = Trainer(_spec(TINY, compile="on", surgery="upgrad"))  # a host decision inside
+    assert upgrad.execution.current == "losses compiled, chain eager"
 
-    update = trainer._update
+    update = UpdateChain.update
 
-    def with_a_host_decision(G, *args):
+    def with_a_host_decision(chain, G, *args, **kwargs):
         if float(G.abs().sum()) < 0:  # a tensor read on the host: a graph break
             G = -G
-        return update(G, *args)
+        return update(chain, G, *args, **kwargs)
 
-    trainer._update = with_a_host_decision  # what the one-graph step calls
-    trainer._update_compiled = torch.compile(with_a_host_decision, fullgraph=True)
+    monkeypatch.setattr(UpdateChain, "update", with_a_host_decision)  # what every step calls
     for epoch in range(3):
         a, b = eager.step(epoch), trainer.step(epoch)
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-9)
-    assert trainer._update_compiled is trainer._step_compiled is None
-    assert trainer.problem.compile_mode == "default"  # the losses still compile
+    assert trainer.execution.current == "losses compiled, chain eager"  # the losses still compile
     err = capsys.readouterr().err
     assert err.count("the step does not compile as one graph (") == 1
     assert "the update chain (none(), adam(" in err and "does not compile (" in err and "it runs eagerly" in err
@@ -332,7 +340,7 @@ def test_compile_fallbacks_print_one_line_saying_why(settings, notice, capsys):
 
 def test_compile_is_off_by_default():
     trainer = Trainer(_spec(TINY, epochs=1))
-    assert trainer.problem.compile == "off" and trainer.problem.compile_mode is None
+    assert trainer.plan.mode is None and trainer.execution.current == "eager"
 
 
 def test_a_compiled_run_resumes_bit_for_bit(tmp_path):
@@ -353,9 +361,9 @@ def test_a_compiled_run_resumes_bit_for_bit(tmp_path):
     first.step = interrupted_after_five
     assert first.run().status == "interrupted" and first.epoch == 5
     resumed = load_run(str(tmp_path / "split"))
-    assert resumed.epoch == 5 and resumed._step_compiled is not None
+    assert resumed.epoch == 5 and resumed.execution.current == "one graph"
     result = resumed.run()
-    assert result.epochs_done == 8 and resumed._step_compiled is not None
+    assert result.epochs_done == 8 and resumed.execution.current == "one graph"
     assert result.rel_l2 == whole.result().rel_l2
     assert all(torch.equal(a, b) for a, b in zip(whole.theta, resumed.theta))
     assert resumed.history == whole.history
@@ -365,7 +373,7 @@ def test_a_compiled_run_that_diverges_names_the_loss_and_keeps_the_checkpoint(tm
     """The one-graph step's divergence: the host's one fetch finds the non-finite task, the message names
     it and the epoch, theta keeps its last finite values, the checkpoint its last good epoch."""
     trainer = Trainer(_spec(TINY, epochs=12, compile="on", checkpoint_every=5), out=str(tmp_path))
-    assert trainer._step_compiled is not None
+    assert trainer.execution.current == "one graph"
     sample = trainer._sample
     walls = trainer.problem.point_plan.set_index("walls")
 
@@ -377,7 +385,7 @@ def test_a_compiled_run_that_diverges_names_the_loss_and_keeps_the_checkpoint(tm
 
     trainer._sample = poisoned
     result = trainer.run()
-    assert result.status == "diverged" and trainer._step_compiled is not None
+    assert result.status == "diverged" and trainer.execution.current == "one graph"
     assert result.message.startswith("training diverged at epoch 8: the loss of task 1 'B' (condition walls)")
     assert all(torch.isfinite(t).all() for t in trainer.theta)
     assert torch.load(tmp_path / "checkpoint.pt", weights_only=False)["epoch"] == 5

@@ -81,4 +81,4 @@ def test_distributed_resume_refuses_overrides(tmp_path):
     env = {**ENV, "RANK": "0", "WORLD_SIZE": "1"}
     bad = subprocess.run([sys.executable, "-m", "pinnspec", "train", "--resume", str(tmp_path), "--epochs", "5",
                           "--distributed"], env=env, capture_output=True, text=True)
-    assert bad.returncode == 1 and "give no FILE or overrides" in bad.stderr
+    assert bad.returncode == 1 and "give no FILE, overrides" in bad.stderr

@@ -71,8 +71,10 @@ def test_the_next_points_are_drawn_while_the_device_computes_the_gradients(monke
     monkeypatch.setattr(trainer.problem, "sample", lambda epoch, *a, **k: events.append(("sample", epoch))
                         or sample(epoch, *a, **k))
     monkeypatch.setattr(torch.Tensor, "tolist", lambda t: events.append(("fetch",)) or tolist(t))
-    update = trainer._run_update
-    monkeypatch.setattr(trainer, "_run_update", lambda *a: events.append(("update",)) or update(*a))
+    from pinnspec.engine import UpdateChain
+
+    update = UpdateChain.update
+    monkeypatch.setattr(UpdateChain, "update", lambda *a, **k: events.append(("update",)) or update(*a, **k))
     used = []
     for epoch in range(4):
         trainer.step(epoch)

@@ -1,0 +1,132 @@
+"""The update chain: surgery -> optimizer proposal -> alignment, composed once.
+
+Like optax's ``chain``: frozen stages, explicit state in and out, nothing applied::
+
+    chain = UpdateChain(surgery, optimizer, alignment)
+    state = chain.init(theta, shapes, num_losses)
+    step = chain.update(G, theta, state, hessian=None, generator=gen)   # -> ChainStep
+    theta <- theta - eta_t * step.p                                     # the trainer, and only the trainer
+
+Sign convention (the paper's, written once for the whole package): the loss-specific gradients g_i (rows of
+G), the constructed direction a, the optimizer proposal u and the aligned update p all point UPHILL, like
+``.grad``; parameters move by ``-eta_t * p``.
+
+Every trainer step and every benchmark that runs the chain calls :meth:`UpdateChain.update`; nothing else
+composes the stages.  What the stages can do is declared, not discovered: ``uses_hessian``, ``compiles``,
+``capturable(m)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Sequence
+
+import torch
+from torch import Tensor
+
+from ..align import conflict_indicators
+
+__all__ = ["UpdateChain", "ChainState", "ChainStep", "Checks"]
+
+
+class ChainState(NamedTuple):
+    """The chain's state: the surgery method's (None for stateless methods) and the optimizer's."""
+
+    surgery: Any
+    optimizer: Any
+
+
+class Checks(NamedTuple):
+    """What the host reads of one step: float64 vectors on the run's device, fetched with the losses in one
+    transfer (`Trainer.step`).  1.0 is true, 0.0 false.
+
+    ``conflicts`` [3 | 4]: the conflict indicators R_g, R_a, R_u and, when aligned, R_p;
+    ``projected`` [1]: whether the alignment changed u (p != u); ``cos_pu`` [1]: cos(p, u)."""
+
+    finite_G: Tensor  # [1]
+    finite_p: Tensor  # [1]
+    conflicts: Tensor  # [3 | 4]
+    projected: Tensor  # [1]
+    cos_pu: Tensor  # [1]
+
+
+class ChainStep(NamedTuple):
+    """One step of the chain: the update p [p] to apply, the new state, the checks, and the intermediate
+    directions a (surgery) and u (proposal), each [p]."""
+
+    p: Tensor
+    state: ChainState
+    checks: Checks
+    a: Tensor
+    u: Tensor
+
+
+@dataclass(frozen=True)
+class UpdateChain:
+    """surgery (G [m, p] -> a [p]) -> optimizer proposal (a -> u [p]) -> alignment (u -> p [p])."""
+
+    surgery: Any
+    optimizer: Any
+    alignment: Any
+
+    @classmethod
+    def from_training(cls, training) -> "UpdateChain":
+        """The chain a spec's training statements name (``ir.Training``), built from the registries."""
+        from ..registry import ALIGN, OPTIMIZERS, SURGERY
+
+        return cls(SURGERY.get(training.surgery.name)(**training.surgery.options),
+                   OPTIMIZERS.get(training.optimizer.name)(**training.optimizer.options),
+                   ALIGN.get(training.align.name)(**training.align.options))
+
+    @property
+    def aligned(self) -> bool:
+        """Whether the alignment stage can change u (GUA), so that R_p and the projection are reported."""
+        return self.alignment.aligns
+
+    @property
+    def uses_hessian(self) -> bool:
+        """Whether some steps need a Hessian-diagonal estimate (AdaHessian, SophiaG)."""
+        return self.optimizer.uses_hessian
+
+    @property
+    def compiles(self) -> bool:
+        """Whether the chain traces into one torch.compile graph (no host decision, no generator)."""
+        return self.surgery.compiles and self.optimizer.compiles
+
+    def capturable(self, num_losses: int) -> bool:
+        """Whether a CUDA graph can record the chain for ``num_losses`` losses: it compiles, never waits for
+        the device, and never needs a Hessian estimate (a host decision from the step count)."""
+        return self.compiles and self.surgery.capturable(num_losses) and not self.uses_hessian
+
+    # ------------------------------------------------------------------ state
+    def init(self, theta: Tensor, shapes: Sequence[Sequence[int]], num_losses: int) -> ChainState:
+        """The initial state for the flat parameters ``theta`` [p] split into tensors of ``shapes``."""
+        return ChainState(self.surgery.init(num_losses, theta.numel(), dtype=theta.dtype, device=theta.device),
+                          self.optimizer.init(theta, shapes))
+
+    def hessian_due(self, state: ChainState) -> bool:
+        return self.optimizer.hessian_due(state.optimizer)
+
+    def state_dict(self, state: ChainState) -> dict:
+        return {"surgery": self.surgery.state_dict(state.surgery),
+                "optimizer": self.optimizer.state_dict(state.optimizer)}
+
+    def load_state_dict(self, saved: dict) -> ChainState:
+        return ChainState(self.surgery.load_state_dict(saved["surgery"]),
+                          self.optimizer.load_state_dict(saved["optimizer"]))
+
+    # ------------------------------------------------------------------ the step
+    def update(self, G: Tensor, theta: Tensor, state: ChainState, *, hessian: Tensor | None = None,
+               generator: torch.Generator | None = None) -> ChainStep:
+        """One step: G [m, p], theta [p] (the parameters now) -> p [p] and the new state; a pure function
+        of its arguments (``generator``: PCGrad's task orders), compiled whole where the chain compiles."""
+        a, surgery_state = self.surgery(G, state.surgery, generator=generator)  # [p]
+        u, tentative = self.optimizer.propose(a, state.optimizer, params=theta, hessian=hessian)  # [p]
+        p, optimizer_state = self.alignment.align(u, G, tentative, self.optimizer, params=theta)  # [p]
+        u64, p64 = u.detach().to(torch.float64), p.detach().to(torch.float64)
+        flag = lambda t: t.reshape(1).to(torch.float64)  # noqa: E731
+        checks = Checks(flag(torch.isfinite(G).all()), flag(torch.isfinite(p).all()),
+                        conflict_indicators(G, [a, u] + ([p] if self.aligned else [])),
+                        flag((p64 - u64).norm() > 0), flag(u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)))
+        return ChainStep(p, ChainState(surgery_state, optimizer_state), checks, a, u)
+

@@ -1,0 +1,425 @@
+"""How one training step runs: the strategies, the plan that orders them, and the wrapper that demotes.
+
+A strategy is a ``StepFn``: ``(theta [p], points, chain state, queued) -> StepOut`` -- the losses, G [m, p]
+and one step of the update chain (nothing applied: the trainer applies p).  ``queued`` is called once the
+losses and G are queued on the device, so that the host can draw the next points while the device works.
+
+    eager          losses and G by autograd (one backward pass per task), the chain eagerly
+    two graphs     losses and G compiled (one graph over every point set where each set feeds one task,
+                   else one graph per set and a backward pass per task), the chain compiled or eager
+    one graph      losses, G and the chain as ONE torch.compile graph (step counts symbolic ints)
+    one CUDA graph the one graph recorded as a CUDA graph (compile = graphs on CUDA; step counts on the device)
+
+`plan_execution` lists the candidates in order of preference with the reason for each, and why the faster
+ones are not candidates; `Execution` runs the first and, where a compiled part fails, demotes to the next
+candidate that does not compile that part, with one notice.  Steps with a Hessian estimate (AdaHessian,
+SophiaG) always run eagerly: the estimate needs double backward.  Data-parallel training (`_parallel`) sums
+G and the losses over the ranks between the losses and the chain.  ``pinnspec show --stage step SPEC``
+prints the plan.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from typing import Callable, NamedTuple, Protocol
+
+import torch
+
+from .._compiling import aot_cacheable, own_code, symbolic
+from ..compiler import CompiledProblem, Losses, Points
+from ..optim import hutchinson_diagonal
+from ._chain import ChainState, ChainStep, UpdateChain
+from ._compiled import CompiledLosses
+from ._gradients import loss_gradients
+
+__all__ = ["ExecutionPlan", "Candidate", "Execution", "StepContext", "StepOut", "StepFn", "plan_execution",
+           "STEP_COUNTS", "RECORDING_CALLS"]
+
+#: the step counts of the surgery and optimizer states: ints that change every step, symbolic in the one-graph
+#: step (torch.compile's ``dynamic_sources``; the compiled function's argument names) while every tensor
+#: shape stays static
+STEP_COUNTS = "L['surgery_state'].step,L['optimizer_state'].step"
+#: calls in which CUDA graphs warm up (1), record (2) and first replay (3) a compiled function
+RECORDING_CALLS = 3
+
+#: the strategies, fastest first; each names the parts it compiles
+ONE_CUDA_GRAPH, ONE_GRAPH, TWO_GRAPHS, LOSSES_COMPILED, EAGER = (
+    "one CUDA graph", "one graph", "two graphs", "losses compiled, chain eager", "eager")
+COMPILED_PARTS = {ONE_CUDA_GRAPH: {"step", "losses", "chain"}, ONE_GRAPH: {"step", "losses", "chain"},
+                  TWO_GRAPHS: {"losses", "chain"}, LOSSES_COMPILED: {"losses"}, EAGER: set()}
+
+
+class StepOut(NamedTuple):
+    """One step's results, on the run's device: ``logged`` [m + C] the task losses then every condition's
+    (the spec's order), detached; ``steps`` the chain states' step counts as device tensors (the one CUDA
+    graph keeps them there), else None."""
+
+    losses: Losses
+    logged: torch.Tensor
+    G: torch.Tensor
+    chain: ChainStep
+    steps: dict[str, torch.Tensor] | None = None
+
+
+class StepFn(Protocol):
+    name: str
+
+    def __call__(self, theta: torch.Tensor, points: Points, state: ChainState,
+                 queued: Callable[[], None]) -> StepOut: ...
+
+
+class Demote(Exception):
+    """A compiled part of a strategy failed: run the step by the next candidate that does not compile it."""
+
+    def __init__(self, part: str, notice: str):
+        super().__init__(notice)
+        self.part, self.notice = part, notice
+
+
+@dataclass
+class StepContext:
+    """What every strategy reads: the lowered problem, the model and its extra trainable params, theta as
+    the list of tensors the trainer owns, the chain, the grouping and the chain's random stream."""
+
+    problem: CompiledProblem
+    model: torch.nn.Module
+    params: dict[str, torch.Tensor]
+    theta: list[torch.Tensor]
+    chain: UpdateChain
+    grouping: str
+    generator: torch.Generator
+    condition_names: list[str]
+    chain_label: str  # the spec's stages, for notices
+    distributed: bool = False
+
+    def logged(self, losses: Losses) -> torch.Tensor:
+        """[m + C]: the task losses, then every condition's loss in the spec's order (detached)."""
+        return torch.cat([losses.tasks.detach(), torch.stack([losses.conditions[c].detach()
+                                                              for c in self.condition_names])])
+
+    def reduce(self, *tensors) -> None:
+        """Data-parallel: sum over the ranks (each holds its shard's share of every mean)."""
+        if self.distributed:
+            from ._parallel import all_reduce
+
+            all_reduce(*tensors)
+
+
+# ====================================================================== the plan
+@dataclass(frozen=True)
+class Candidate:
+    name: str
+    reason: str
+
+    @property
+    def compiled(self) -> set[str]:
+        return COMPILED_PARTS[self.name]
+
+
+@dataclass(frozen=True)
+class ExecutionPlan:
+    """The strategies a run may use, in order; ``not_taken``: (strategy, why not); ``notes``: what else
+    the run should know (one line each, printed when training starts); ``mode``: torch.compile's mode
+    (None where nothing compiles); ``engine``: the derivative engine of the eager losses."""
+
+    candidates: tuple[Candidate, ...]
+    not_taken: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+    mode: str | None = None
+    engine: str | None = None
+    hessian_steps: str | None = None
+    header: str = ""
+
+    def describe(self, current: str | None = None) -> str:
+        lines = [self.header] if self.header else []
+        for i, c in enumerate(self.candidates, 1):
+            mark = "  <- runs now" if c.name == current else ""
+            lines.append(f"  {i}. {c.name}: {c.reason}{mark}")
+        for name, why in self.not_taken:
+            lines.append(f"  not {name}: {why}")
+        if self.hessian_steps:
+            lines.append(f"  steps with a Hessian estimate: {self.hessian_steps}")
+        return "\n".join(lines)
+
+
+def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, grouping: str, num_losses: int,
+                   device: torch.device, distributed: bool = False) -> ExecutionPlan:
+    """The ordered candidates for ``compile = off | on | graphs`` (the spec's), with the reasons."""
+    from ..forward import supports
+
+    options = problem.ir.training.options
+    compile_setting, engine = options.get("compile", "off"), options.get("engine", "auto")
+    t = problem.ir.training
+    header = (f"how a step of '{problem.ir.name}' runs (compile = {compile_setting}, engine = {engine}, "
+              f"{device.type}, grouping {grouping}: {num_losses} losses; chain {t.surgery} -> {t.optimizer} -> "
+              f"{t.align}):")
+    eager = Candidate(EAGER, "losses and G by autograd, one backward pass per task; the chain eagerly")
+    hessian = ("eager (the estimate needs double backward through the losses)" if chain.uses_hessian else None)
+    if compile_setting == "off":
+        return ExecutionPlan((eager,), (("compiled", "compile = off (the default)"),), header=header,
+                             hessian_steps=hessian)
+    why_not = None
+    if engine == "autograd":
+        why_not = (f"compile = {compile_setting} needs the forward engine (engine = auto or forward); "
+                   "training eagerly with autograd")
+    elif not supports(model):
+        why_not = (f"compile = {compile_setting}: the forward derivative engine does not cover "
+                   f"{type(model).__name__}; training eagerly with nested autograd")
+    if why_not is not None:
+        return ExecutionPlan((eager,), (("compiled", why_not),), notes=(why_not,), header=header,
+                             hessian_steps=hessian)
+    cuda_graphs = device.type == "cuda" and compile_setting == "graphs"
+    mode = "reduce-overhead" if cuda_graphs else "default"
+    notes = []
+    if chain.uses_hessian:
+        notes.append(f"compile = {compile_setting}: the Hessian-estimate steps of this optimizer run eagerly "
+                     "(double backward does not compile); the other steps are compiled")
+    fused = problem.task_of_sets(grouping) is not None
+    losses_how = ("every point set's losses and G as one graph" if fused else
+                  "one graph per point set (a set feeds two tasks), one backward pass per task")
+    candidates, not_taken = [], []
+    one = ONE_CUDA_GRAPH if cuda_graphs else ONE_GRAPH
+    if not chain.compiles:
+        not_taken.append((one, "the update chain does not compile (a host decision or a random stream inside "
+                               "its surgery or optimizer)"))
+    elif distributed:
+        not_taken.append((one, "data-parallel: G is summed over the ranks between the losses and the chain"))
+    elif not fused:
+        not_taken.append((one, "a point set feeds two tasks, so G does not come from one pass over the sets"))
+    elif cuda_graphs and not chain.capturable(num_losses):
+        not_taken.append((one, f"the chain cannot be recorded as a CUDA graph for {num_losses} losses (a "
+                               "synchronising op such as eigh, or a Hessian estimate)"))
+    else:
+        what = ("recorded as one CUDA graph, step counts kept on the device" if cuda_graphs
+                else "torch.compile, step counts symbolic")
+        candidates.append(Candidate(one, f"losses, G and the update chain as one graph ({what})"))
+    if chain.compiles:
+        candidates.append(Candidate(TWO_GRAPHS, f"{losses_how}; the update chain compiled apart"))
+    candidates.append(Candidate(LOSSES_COMPILED, f"{losses_how}; the update chain eagerly"))
+    candidates.append(Candidate(EAGER, "losses and G eagerly by the forward engine (what a failed compile "
+                                       "falls back to: the same values)"))
+    return ExecutionPlan(tuple(candidates), tuple(not_taken), tuple(notes), mode=mode, engine="forward",
+                         hessian_steps=hessian, header=header)
+
+
+# ====================================================================== the strategies
+class EagerStep:
+    name = EAGER
+
+    def __init__(self, ctx: StepContext, engine: str | None = None):
+        self.ctx, self.engine = ctx, engine
+
+    def __call__(self, theta, points, state, queued, *, hessian_due: bool = False) -> StepOut:
+        ctx = self.ctx
+        losses = ctx.problem.losses(ctx.model, points, ctx.params, ctx.grouping, engine=self.engine)
+        G = loss_gradients(losses.task_list, ctx.theta, retain_graph=hessian_due)  # [m, p]
+        queued()
+        hessian = None
+        if hessian_due:  # the same probes on every rank: the sum of the estimates is the whole loss's
+            hessian = hutchinson_diagonal(sum(losses.task_list), ctx.theta, generator=ctx.generator)
+        logged = ctx.logged(losses)
+        ctx.reduce(G, logged, hessian)
+        step = ctx.chain.update(G, theta, state, hessian=hessian, generator=ctx.generator)
+        return StepOut(losses, logged, G, step)
+
+
+class TwoGraphs:
+    """The losses and G compiled; the chain compiled (``compile_chain``) or eager."""
+
+    def __init__(self, ctx: StepContext, losses: CompiledLosses, *, compile_chain: bool):
+        self.ctx, self.compiled_losses = ctx, losses
+        self.name = TWO_GRAPHS if compile_chain else LOSSES_COMPILED
+        # one graph for every step: the step counts are ints that change every step (dynamic)
+        self.chain = torch.compile(_bound(_chain_update, ctx.chain), fullgraph=True, dynamic=True) \
+            if compile_chain else None
+
+    def __call__(self, theta, points, state, queued) -> StepOut:
+        ctx = self.ctx
+        try:
+            fused = self.compiled_losses.losses_and_gradients(points, ctx.params, ctx.grouping, theta)
+            if fused is None:
+                losses = self.compiled_losses.losses(points, ctx.params, ctx.grouping)
+                fused = losses, loss_gradients(losses.task_list, ctx.theta)  # [m, p]
+        except torch._dynamo.exc.TorchDynamoException as err:
+            raise Demote("losses", f"the losses do not compile ({_reason(err)}); training eagerly") from None
+        losses, G = fused
+        queued()
+        logged = ctx.logged(losses)
+        ctx.reduce(G, logged)
+        if self.chain is None:
+            return StepOut(losses, logged, G, ctx.chain.update(G, theta, state, generator=ctx.generator))
+        try:
+            step = self.chain(G, theta, None, state.surgery, state.optimizer)
+        except torch._dynamo.exc.TorchDynamoException as err:
+            raise Demote("chain", f"the update chain ({ctx.chain_label}) does not compile ({type(err).__name__}); "
+                                  "it runs eagerly") from None
+        return StepOut(losses, logged, G, step)
+
+
+class OneGraph:
+    """Losses, G and the chain as one compiled graph.  ``steps_on_device``: the chain's step counts as 0-d
+    float64 device tensors fed from one step to the next (what CUDA graphs need: a recorded graph replays
+    the same kernel arguments at every step), else ints, symbolic in the graph (`STEP_COUNTS`)."""
+
+    def __init__(self, ctx: StepContext, losses: CompiledLosses, *, steps_on_device: bool):
+        self.ctx, self.compiled_losses, self.steps_on_device = ctx, losses, steps_on_device
+        self.name = ONE_CUDA_GRAPH if steps_on_device and losses.mode == "reduce-overhead" else ONE_GRAPH
+        self.calls = 0  # completed calls
+        self.device_steps: dict[str, torch.Tensor] | None = None  # state name -> its step count, on the device
+        # static shapes: the point sets' sizes never change (static kernels were faster than dynamic ones)
+        self.compiled = torch.compile(_bound(_one_graph_step, ctx.chain), fullgraph=True,
+                                      dynamic=False if steps_on_device else None, mode=losses.mode)
+
+    def state_loaded(self) -> None:
+        """The trainer's state was replaced (a resume): the device copies of the step counts are stale."""
+        self.device_steps = None
+
+    def __call__(self, theta, points, state, queued) -> StepOut:
+        fused = self.compiled_losses.fused(self.ctx.params, self.ctx.grouping)
+        inputs, counts = fused.inputs(points)
+        states = {"surgery": state.surgery, "optimizer": state.optimizer}
+        if self.steps_on_device:
+            if self.device_steps is None:  # the first step, or the first after a resume
+                self.device_steps = {name: torch.tensor(float(s.step), dtype=torch.float64, device=theta.device)
+                                     for name, s in states.items() if _has_step(s)}
+            states.update({name: replace(states[name], step=step) for name, step in self.device_steps.items()})
+        try:
+            with aot_cacheable(), symbolic("" if self.steps_on_device else STEP_COUNTS):
+                tasks, conditions, G, step = self.compiled(fused, theta, inputs, counts, states["surgery"],
+                                                           states["optimizer"])
+        except torch._dynamo.exc.TorchDynamoException as err:
+            raise Demote("step", f"the step does not compile as one graph ({_reason(err)}); the losses and the "
+                                 "update chain compile apart") from None
+        except RuntimeError as err:
+            # CUDA graphs warm up and record in the first calls: an op a graph cannot hold fails there, with a
+            # CUDA error rather than a compiler's; later, a RuntimeError is the run's own
+            if not self.steps_on_device or self.calls >= RECORDING_CALLS:
+                raise
+            raise Demote("step", f"the step's CUDA graph cannot be recorded ({_reason(err)}); the losses and the "
+                                 "update chain compile apart") from None
+        self.calls += 1
+        queued()  # the whole step is queued: on a GPU the host samples while it runs
+        losses = fused.losses(tasks, conditions)
+        steps = None
+        if self.steps_on_device:
+            # a CUDA graph's outputs are overwritten by its next replay: the states it feeds back are copies
+            chain_state = ChainState(_copied(step.state.surgery), _copied(step.state.optimizer))
+            step = step._replace(state=chain_state)
+            self.device_steps = {name: getattr(chain_state, name).step for name in self.device_steps}
+            steps = dict(self.device_steps)
+        return StepOut(losses, self.ctx.logged(losses), G, step, steps)
+
+
+def _chain_update(chain: UpdateChain, G, theta, hessian, surgery_state, optimizer_state) -> ChainStep:
+    """The chain's step with the state as two arguments (compiled apart from the losses)."""
+    return chain.update(G, theta, ChainState(surgery_state, optimizer_state), hessian=hessian)
+
+
+def _one_graph_step(chain: UpdateChain, fused, theta, inputs, counts, surgery_state, optimizer_state):
+    """The one-graph step: (tasks [m], conditions [C], G [m, p], the chain's step), a pure function of its
+    arguments (compiled whole)."""
+    tasks, conditions, G = fused(theta, inputs, counts)
+    return tasks, conditions, G, chain.update(G, theta, ChainState(surgery_state, optimizer_state))
+
+
+def _bound(fn, chain: UpdateChain):
+    """``fn`` with a code object of its own (see `own_code`), its first argument bound to ``chain``."""
+    return types.MethodType(own_code(fn), chain)
+
+
+# ====================================================================== the wrapper
+@dataclass
+class Execution:
+    """Runs each step by the current strategy of ``plan``; a compiled part that fails demotes to the next
+    candidate that does not compile that part (one notice each).  Steps with a Hessian estimate run by the
+    eager strategy."""
+
+    plan: ExecutionPlan
+    ctx: StepContext
+    notice: Callable[[str], None] = field(default=lambda text: print(text, file=sys.stderr))
+    strategy: StepFn | None = None
+    _index: int = 0
+    _losses: CompiledLosses | None = None
+    _eager: EagerStep | None = None
+
+    def __post_init__(self):
+        self._eager = EagerStep(self.ctx, self.plan.engine)
+        self.strategy = self._build(self.plan.candidates[0])
+
+    @property
+    def current(self) -> str:
+        return self.strategy.name
+
+    def describe(self) -> str:
+        return self.plan.describe(self.current)
+
+    def __call__(self, theta, points, state, queued, *, hessian_due: bool = False) -> StepOut:
+        if hessian_due:
+            return self._eager(theta, points, state, queued, hessian_due=True)
+        while True:
+            try:
+                return self.strategy(theta, points, state, queued)
+            except Demote as failure:
+                self.notice(failure.notice)
+                self._demote(failure.part)
+
+    def losses(self, points: Points, *, eager: bool = False) -> Losses:
+        """The losses as the current strategy computes them (the compiled per-set units where it compiles the
+        losses, unless ``eager``: e.g. for a Hessian estimate, which needs double backward)."""
+        ctx = self.ctx
+        if not eager and "losses" in COMPILED_PARTS[self.strategy.name]:
+            return self.compiled_losses().losses(points, ctx.params, ctx.grouping)
+        return ctx.problem.losses(ctx.model, points, ctx.params, ctx.grouping, engine=self.plan.engine)
+
+    def install(self, strategy: StepFn) -> None:
+        """Run by ``strategy`` from now on (tests, benchmarks): it demotes like a planned one."""
+        self.strategy = strategy
+
+    def state_loaded(self) -> None:
+        getattr(self.strategy, "state_loaded", lambda: None)()
+
+    def compiled_losses(self) -> CompiledLosses:
+        """The compiled losses (built on first use: compiling nothing costs nothing)."""
+        if self._losses is None:
+            self._losses = CompiledLosses(self.ctx.problem, self.ctx.model, self.plan.mode)
+        return self._losses
+
+    def one_graph(self, *, steps_on_device: bool) -> OneGraph:
+        return OneGraph(self.ctx, self.compiled_losses(), steps_on_device=steps_on_device)
+
+    def _build(self, candidate: Candidate) -> StepFn:
+        if candidate.name in (ONE_GRAPH, ONE_CUDA_GRAPH):
+            return self.one_graph(steps_on_device=candidate.name == ONE_CUDA_GRAPH)
+        if candidate.name in (TWO_GRAPHS, LOSSES_COMPILED):
+            return TwoGraphs(self.ctx, self.compiled_losses(), compile_chain=candidate.name == TWO_GRAPHS)
+        return self._eager
+
+    def _demote(self, part: str) -> None:
+        names = [c.name for c in self.plan.candidates]
+        start = names.index(self.strategy.name) + 1 if self.strategy.name in names else 0
+        for candidate in self.plan.candidates[start:]:
+            if part not in candidate.compiled:
+                self.strategy = self._build(candidate)
+                return
+        self.strategy = self._eager
+
+
+def _has_step(state) -> bool:
+    """Whether a chain state counts steps (a dataclass with an int ``step``; ConFIG's state is None)."""
+    return is_dataclass(state) and any(f.name == "step" for f in fields(state))
+
+
+def _copied(state):
+    """A state dataclass with its tensors copied (None stays None)."""
+    if not is_dataclass(state):
+        return state
+    return replace(state, **{f.name: getattr(state, f.name).clone() for f in fields(state)
+                             if isinstance(getattr(state, f.name), torch.Tensor)})
+
+
+def _reason(err: Exception) -> str:
+    """The first line of a compiler error, for a one-line notice."""
+    text = str(err).strip()
+    return text.splitlines()[0][:200] if text else type(err).__name__
