@@ -1,8 +1,8 @@
 """Diagnostics (errors and warnings) located in a spec, and their rendering.
 
-Every diagnostic renders as LANGUAGE.md §7 shows::
+Every diagnostic renders as docs/reference.md (section 14) shows::
 
-    specs/burgers.pinn:9:22: error: unknown field 'w' (fields are: u)
+    burgers.pinn:9:25: error: unknown field 'w' (fields are: u)
       equation burgers: u_t + w*u_x - nu*u_xx = 0
                               ^
 """

@@ -1,4 +1,4 @@
-"""Valid specs that use the corners of LANGUAGE.md are accepted."""
+"""Valid specs that use the corners of the language (docs/reference.md) are accepted."""
 
 from pathlib import Path
 

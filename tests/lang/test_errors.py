@@ -1,7 +1,8 @@
 """Malformed specs: each gives a located error with a helpful message.
 
 One row per mistake: the spec text, the line and column of the first error,
-and a key phrase of its message.  Every check of LANGUAGE.md §7 appears.
+and a key phrase of its message.  Every check listed in docs/reference.md
+(section 14) appears.
 """
 
 import pytest
