@@ -353,7 +353,7 @@ class CompiledProblem:
         return pts, vals
 
     def test_points(self) -> np.ndarray:
-        """The test points [N, d] (fixed for every seed; see docs/language.md)."""
+        """The test points [N, d] (fixed for every seed; see docs/reference.md)."""
         if self._test is None:
             t = self.ir.test
             coords = self.ir.coordinates

@@ -18,7 +18,7 @@ from . import _ast as A
 from ._diagnostics import Collector
 from ._expr import BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, ExprLowering, Scope, uses_call
 
-#: Points per condition when a spec gives none (documented in docs/language.md).
+#: Points per condition when a spec gives none (documented in docs/reference.md).
 DEFAULT_POINTS = {"equation": 1000, "initial": 100, "boundary": 100, "periodic": 100}
 DEFAULT_GROUPING = "default"
 #: Statements a spec may hold at most once.
