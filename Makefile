@@ -26,8 +26,10 @@ run: setup
 	$(BIN)/pinnspec plot runs/main/config-gua
 	$(BIN)/pinnspec compare runs/main/config-gua runs/main/config --out runs/main/comparison.png
 
+# One worker per core (pytest-xdist), each with one torch thread: two multi-threaded torch processes on
+# the same cores slow each other down many times over.
 test: setup
-	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n auto --dist worksteal
 
 check: setup
 	$(BIN)/pinnspec check specs/*.pinn examples/*/*.pinn
