@@ -5,14 +5,10 @@ m-dimensional dual; ``GUA`` gates, projects and aligns the optimizer state;
 ``conflicts`` gives the per-step indicators behind R_g, R_a, R_u, R_p.
 Registered names: gua, none.
 
-The update chain, as the engine composes it (g, a, u, p all point uphill)::
+The alignment stage is the last of the update chain, which
+:class:`pinnspec.engine.UpdateChain` composes (g, a, u, p all point uphill)::
 
-    a, s_surgery = surgery(G, s_surgery, generator=gen)                # [m, p] -> [p]
-    h = hutchinson_diagonal(sum(losses), params, generator=gen) if optimizer.hessian_due(s_opt) else None
-    u, tentative = optimizer.propose(a, s_opt, params=theta, hessian=h)
-    p, s_opt = alignment.align(u, G, tentative, optimizer, params=theta)
-    theta = theta - lr_t * p                                            # the engine, and only the engine
-    record(conflicts(G, a, u, p))
+    a -> u = optimizer.propose(a, ...) -> p, state = alignment.align(u, G, tentative, optimizer, params=theta)
 """
 
 from ._cone import ENUMERATION_MAX_TASKS, project, solve_dual

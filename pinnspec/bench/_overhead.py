@@ -130,7 +130,7 @@ def _adam_state(optimizer, p: int, device: torch.device, generator: torch.Genera
 
 
 def _diagnostics(G, a, u, p):
-    """The engine's per-step diagnostics with alignment on (Trainer.step, after the apply)."""
+    """The per-step diagnostics with alignment on (what `UpdateChain.update` returns as its checks)."""
     from ..align import conflicts
 
     indicators = conflicts(G, a, u, p)

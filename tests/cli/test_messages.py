@@ -3,6 +3,8 @@ missing folder is called missing, `check DIR` checks what is inside, `--version`
 
 from pathlib import Path
 
+import pytest
+
 from cli_process import ROOT, TINY, cli, user_error
 
 import pinnspec
@@ -61,3 +63,15 @@ def test_check_an_empty_directory_is_an_error(tmp_path):
 def test_version():
     proc = cli("--version")
     assert proc.returncode == 0 and proc.stdout == f"pinnspec {pinnspec.__version__}\n"
+
+
+@pytest.mark.parametrize("settings, first", [
+    ([], "1. eager: "), (["--set", "compile=on"], "1. one graph: "), (["--set", "compile=graphs"], "1. one graph: "),
+    (["--set", "compile=on", "--set", "surgery=pcgrad"], "1. losses compiled, chain eager: "),
+])
+def test_show_stage_step_prints_the_execution_plan(settings, first):
+    proc = cli("show", ROOT / "specs" / "burgers.pinn", "--stage", "step", *settings)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("how a step of 'burgers' runs (compile = ")
+    assert lines[1].strip().startswith(first) and lines[1].endswith("<- runs now")
