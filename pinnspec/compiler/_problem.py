@@ -15,7 +15,6 @@ fused gradients, data-parallel shards) is the engine's (``pinnspec.engine``).
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass
 

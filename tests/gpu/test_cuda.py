@@ -11,6 +11,7 @@ import torch
 
 import pinnspec
 from pinnspec.engine import Trainer, loss_gradients, resume
+from pinnspec.engine._execute import TwoGraphs
 from pinnspec.lang._overrides import apply_overrides
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -67,8 +68,7 @@ def test_forward_engine_equals_autograd_on_cuda(spec):
     points = trainer._points_for(0)
     values = {}
     for engine in ("autograd", "forward"):
-        trainer.problem.engine = engine
-        losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name)
+        losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name, engine=engine)
         values[engine] = (losses.tasks.detach(), loss_gradients(losses.task_list, trainer.theta))
     torch.testing.assert_close(values["forward"][0], values["autograd"][0], rtol=1e-10, atol=1e-14)
     torch.testing.assert_close(values["forward"][1], values["autograd"][1], rtol=1e-8, atol=1e-12)
@@ -77,18 +77,18 @@ def test_forward_engine_equals_autograd_on_cuda(spec):
 @pytest.mark.parametrize("mode", ["on", "graphs"])
 def test_compiled_losses_equal_eager_on_cuda(mode):
     trainer = Trainer(_spec(BURGERS, compile=mode, grouping="three", epochs=6))
-    assert trainer.problem.compile_mode == ("reduce-overhead" if mode == "graphs" else "default")
+    assert trainer.plan.mode == ("reduce-overhead" if mode == "graphs" else "default")
+    units = trainer.execution.compiled_losses()
     for epoch in range(3):  # CUDA graphs record on the first calls and replay after
         points = trainer._points_for(epoch)
-        eager = trainer.problem.losses(trainer.model, points, trainer.params, "three", compiled=False)
+        eager = trainer.problem.losses(trainer.model, points, trainer.params, "three", engine=trainer.plan.engine)
         eager_G = loss_gradients(eager.task_list, trainer.theta)
-        compiled = trainer.problem.losses(trainer.model, points, trainer.params, "three", compiled=True)
+        compiled = units.losses(points, trainer.params, "three")
         compiled_G = loss_gradients(compiled.task_list, trainer.theta)
         torch.testing.assert_close(compiled.tasks, eager.tasks, rtol=1e-4, atol=1e-7)
         torch.testing.assert_close(compiled_G, eager_G, rtol=1e-3, atol=1e-6)
         # every set in one compiled unit, one backward pass (what the trainer's step takes)
-        fused, fused_G = trainer.problem.losses_and_gradients(trainer.model, points, trainer.params, "three",
-                                                              trainer._theta_flat())
+        fused, fused_G = units.losses_and_gradients(points, trainer.params, "three", trainer._theta_flat())
         torch.testing.assert_close(fused.tasks, eager.tasks, rtol=1e-4, atol=1e-7)
         torch.testing.assert_close(fused_G, eager_G, rtol=1e-3, atol=1e-6)
         trainer.step(epoch)
@@ -100,18 +100,20 @@ def test_compiled_update_chain_equals_eager_on_cuda(mode, capsys):
     """surgery -> proposal -> GUA -> diagnostics compiled on CUDA (never run on a GPU when written:
     a failure here that the trainer turned into its eager fallback shows as the notice)."""
     trainer = Trainer(_spec(BURGERS, compile=mode, grouping="three", epochs=8))
-    assert trainer._update_compiled is not None
+    assert "two graphs" in [c.name for c in trainer.plan.candidates]
+    chain = TwoGraphs(trainer.execution.ctx, trainer.execution.compiled_losses(), compile_chain=True).chain
     for epoch in range(5):
         points = trainer._points_for(epoch)
         losses = trainer.problem.losses(trainer.model, points, trainer.params, "three")
         G = loss_gradients(losses.task_list, trainer.theta)
-        args = (G.clone(), trainer._theta_flat(), None, trainer.surgery_state, trainer.optimizer_state, epoch > 0)
-        compiled = trainer._update_compiled(*args)
-        eager = trainer._update(*args)
-        torch.testing.assert_close(compiled[0], eager[0], rtol=1e-4, atol=1e-7)  # p
-        torch.testing.assert_close(compiled[3], eager[3], rtol=1e-4, atol=1e-6)  # checks
-        trainer._apply(1e-3, eager[0])
-        trainer.surgery_state, trainer.optimizer_state = eager[1], eager[2]
+        theta = trainer._theta_flat()
+        compiled = chain(G.clone(), theta, None, trainer.surgery_state, trainer.optimizer_state)
+        eager = trainer.chain.update(G.clone(), theta, trainer.state)
+        torch.testing.assert_close(compiled.p, eager.p, rtol=1e-4, atol=1e-7)
+        for a, b in zip(compiled.checks, eager.checks):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+        trainer._apply(1e-3, eager.p)
+        trainer.state = eager.state
     assert trainer.run().status == "completed"
     assert "does not compile" not in capsys.readouterr().err
 
@@ -123,14 +125,14 @@ def test_the_one_graph_step_equals_eager_on_cuda(mode, grouping, capsys):
     a failure the trainer turned into its fallback shows as the notice.)"""
     eager = Trainer(_spec(BURGERS, grouping=grouping, epochs=6, dtype="float64"))
     compiled = Trainer(_spec(BURGERS, compile=mode, grouping=grouping, epochs=6, dtype="float64"))
-    assert compiled._step_compiled is not None and compiled._steps_on_device == (mode == "graphs")
+    assert compiled.execution.current == ("one CUDA graph" if mode == "graphs" else "one graph")
     for epoch in range(6):
         a, b = eager.step(epoch), compiled.step(epoch)
         for key in ["loss"] + [f"task{i}" for i in range(compiled.grouping.m)]:
             assert b[key] == pytest.approx(a[key], rel=1e-9), key
     for x, y in zip(eager.theta, compiled.theta):
         torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-12)
-    assert compiled._step_compiled is not None
+    assert compiled.execution.current == ("one CUDA graph" if mode == "graphs" else "one graph")
     assert "does not compile" not in capsys.readouterr().err
 
 
@@ -138,7 +140,7 @@ def test_cuda_graphs_leave_a_chain_with_eigh_apart():
     """ConFIG at m = 3 calls eigh, which a CUDA graph cannot record: with ``graphs`` the losses are a CUDA
     graph and the chain compiles apart (`Surgery.capturable`)."""
     trainer = Trainer(_spec(BURGERS, compile="graphs", grouping="three", epochs=3))
-    assert trainer._step_compiled is None and trainer._update_compiled is not None
+    assert trainer.execution.current == "two graphs"
     assert trainer.run().status == "completed"
 
 
