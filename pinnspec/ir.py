@@ -297,6 +297,13 @@ class Training:
     def options(self) -> dict[str, Any]:
         return dict(self.settings)
 
+    def setting(self, key: str) -> Any:
+        """A ``train`` setting: the spec's value, else its default (``catalog.TRAIN_SETTINGS``, where every
+        default is stated once)."""
+        from .catalog import TRAIN_SETTINGS
+
+        return self.options.get(key, TRAIN_SETTINGS[key][1])
+
 
 @dataclass(frozen=True)
 class Problem:

@@ -259,12 +259,12 @@ def _train_distributed(args, log) -> int:
                         "--distributed")
     if args.resume:  # every rank reads the same checkpoint (a filesystem all ranks share); rank 0 writes on
         _check_resume_args(args)
-        device = run_spec(args.resume).ir.training.options.get("device", "auto")
+        device = run_spec(args.resume).ir.training.setting("device")
     elif not args.file:
         raise UserError("--distributed needs a FILE (or --resume RUN_DIR)")
     else:
         spec = _spec_with_overrides(args)
-        device = args.device or spec.ir.training.options.get("device", "auto")
+        device = args.device or spec.ir.training.setting("device")
         if args.out:  # every rank checks before any starts (no rank writes before all have joined the group)
             _claim_run_dir(args.out, args.overwrite, announce=os.environ["RANK"] == "0")
     wants_cuda = device != "cpu" and torch.cuda.is_available()

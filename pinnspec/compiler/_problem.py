@@ -97,10 +97,10 @@ class CompiledProblem:
         self.coordinates = tuple(c.name for c in p.coordinates)
         self.dim = len(self.coordinates)
         self.point_plan = PointPlan(p)
-        self.seed = int(p.training.options.get("seed", 0))
+        self.seed = int(p.training.setting("seed"))
         #: how input derivatives are computed: "autograd" (nested reverse mode, any model),
         #: "forward" (Taylor propagation through pinnspec's MLP), "auto" (forward when the model allows)
-        self.engine = p.training.options.get("engine", "auto")
+        self.engine = p.training.setting("engine")
         self._notified = False
         self._owners: dict[str | None, tuple[int, ...] | None] = {}  # grouping -> `task_of_sets`
 

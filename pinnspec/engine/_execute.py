@@ -149,9 +149,8 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     """The ordered candidates for ``compile = off | on | graphs`` (the spec's), with the reasons."""
     from ..forward import supports
 
-    options = problem.ir.training.options
-    compile_setting, engine = options.get("compile", "off"), options.get("engine", "auto")
     t = problem.ir.training
+    compile_setting, engine = t.setting("compile"), t.setting("engine")
     header = (f"how a step of '{problem.ir.name}' runs (compile = {compile_setting}, engine = {engine}, "
               f"{device.type}, grouping {grouping}: {num_losses} losses; chain {t.surgery} -> {t.optimizer} -> "
               f"{t.align}):")

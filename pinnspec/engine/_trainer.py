@@ -109,7 +109,7 @@ def resolve_device(device: str | None) -> torch.device:
 def build_model(spec, problem, *, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
     """The spec's network, initialised from its seed (on the CPU: the same network on every device)."""
     t = spec.ir.training
-    init = torch.Generator().manual_seed(int(t.options.get("seed", 0)))
+    init = torch.Generator().manual_seed(int(t.setting("seed")))
     return MODELS.get(t.model.name)(**t.model.options).build(problem.dim, len(spec.ir.fields), generator=init,
                                                              dtype=dtype, device=device)
 
@@ -117,9 +117,9 @@ def build_model(spec, problem, *, device: torch.device, dtype: torch.dtype) -> t
 def describe_execution(spec) -> str:
     """How a training step of ``spec`` runs: its execution plan (`plan_execution`), as
     ``pinnspec show --stage step`` prints it.  Nothing is compiled or trained."""
-    options = spec.ir.training.options
-    device = resolve_device(options.get("device"))
-    dtype = torch.float64 if options.get("dtype") == "float64" else torch.float32
+    t = spec.ir.training
+    device = resolve_device(t.setting("device"))
+    dtype = torch.float64 if t.setting("dtype") == "float64" else torch.float32
     problem = compile_spec(spec)
     grouping = spec.ir.grouping()
     plan = plan_execution(problem, build_model(spec, problem, device=device, dtype=dtype),
@@ -158,15 +158,14 @@ class Trainer:
         self.log = log
         p = spec.ir
         t = p.training
-        options = t.options
-        self.epochs = int(options.get("epochs", 1000))
-        self.seed = int(options.get("seed", 0))
-        self.checkpoint_every = int(options.get("checkpoint_every", 1000))
-        self.diverge_factor = float(options.get("diverge_factor", catalog.TRAIN_SETTINGS["diverge_factor"][1]))
-        self.device = resolve_device(device_override or options.get("device"))
+        self.epochs = int(t.setting("epochs"))
+        self.seed = int(t.setting("seed"))
+        self.checkpoint_every = int(t.setting("checkpoint_every"))
+        self.diverge_factor = float(t.setting("diverge_factor"))
+        self.device = resolve_device(device_override or t.setting("device"))
         if distributed and self.device.type == "cuda":
             self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", self.rank)) % torch.cuda.device_count())
-        self.dtype = torch.float64 if options.get("dtype") == "float64" else torch.float32
+        self.dtype = torch.float64 if t.setting("dtype") == "float64" else torch.float32
         self.grouping = p.grouping()
         self.problem = compile_spec(spec)
 
@@ -301,7 +300,7 @@ class Trainer:
     def _notice(self, text: str, *, prefix: bool = True) -> None:
         """A one-line notice about how steps run (rank 0 only); ``prefix``: the compile setting first."""
         if self.rank == 0:
-            setting = f"compile = {self.spec.ir.training.options.get('compile', 'off')}: " if prefix else ""
+            setting = f"compile = {self.spec.ir.training.setting('compile')}: " if prefix else ""
             print(f"pinnspec: {setting}{text}", file=sys.stderr)
 
     def _divergence_message(self, epoch, losses, G, p) -> str:

@@ -153,7 +153,7 @@ def plan(sweep: Sweep) -> list[Run]:
         except SpecError as err:
             raise SweepError(f"{sweep.origin}: error: the fixed settings do not apply to {sweep.spec}:\n"
                              f"{err.render()}") from None
-        seeds = [int(base.ir.training.options.get(SEED, 0))]
+        seeds = [int(base.ir.training.setting(SEED))]
     out = os.path.abspath(sweep.out or sweep.default_out())
 
     runs: list[Run] = []
