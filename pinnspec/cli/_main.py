@@ -193,7 +193,7 @@ def _what_is_kept(run_dir: str | None) -> str:
     if not run_dir:
         return "nothing was written: no --out"
     if os.path.isfile(os.path.join(run_dir, "checkpoint.pt")):
-        return f"the last good checkpoint is kept in {run_dir}"
+        return f"the last checkpoint written before the divergence is kept in {run_dir}"
     return f"no checkpoint had been written yet; {run_dir} holds the result and history up to the divergence"
 
 

@@ -6,7 +6,7 @@ Every epoch:
                                                  (surgery -> proposal -> alignment: `_chain`), by the
                                                  strategy of the execution plan (`_execute`)
     values = one fetch                           the losses, the chain's checks, the conflict indicators
-    stop if not finite, or if the loss blew up   (diverged: the last good checkpoint is kept)
+    stop if not finite, or if the loss blew up   (diverged: no checkpoint of it is written)
     theta -= eta_t p                             `Trainer._apply`, the only place parameters change
 
 Signs follow the update chain's convention (`_chain`): G, a, u and p all point uphill.
@@ -410,7 +410,7 @@ class Trainer:
                 bar.close()
         self.elapsed = time.perf_counter() - started
         if self.out and self.status != "diverged":
-            self._save_checkpoint()  # a diverged run keeps its last good checkpoint
+            self._save_checkpoint()  # a diverged run keeps the checkpoint written before it
         result = self._write_result()
         if self.log and self.message:
             self.log(self.message)
