@@ -65,6 +65,7 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
         "sobol": {"scramble": True},
         "halton": {"scramble": True},
         "grid": {},
+        "hammersley": {},
     },
     "reference": {
         "cole_hopf_burgers": {"nu": 0.01 / math.pi, "nx": 256, "nt": 100, "t_max": 0.99},

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..registry import SAMPLERS
 
-__all__ = ["LHS", "Uniform", "Sobol", "Halton", "Grid"]
+__all__ = ["LHS", "Uniform", "Sobol", "Halton", "Grid", "Hammersley"]
 
 
 def _check(n: int, k: int) -> tuple[int, int]:
@@ -146,3 +146,54 @@ class Grid:
 
     def __repr__(self) -> str:
         return "Grid()"
+
+
+def _first_primes(count: int) -> list[int]:
+    """The first ``count`` primes (2, 3, 5, ...), by trial division."""
+    primes: list[int] = []
+    candidate = 2
+    while len(primes) < count:
+        if all(candidate % p for p in primes if p * p <= candidate):
+            primes.append(candidate)
+        candidate += 1
+    return primes
+
+
+def _radical_inverse(index: np.ndarray, base: int) -> np.ndarray:
+    """The van der Corput radical inverse of each whole number in ``index``
+    (``[n]``) in ``base``: its base-``base`` digits mirrored about the point
+    (``6 = 110_2 -> 0.011_2 = 0.375``)."""
+    result = np.zeros(index.shape, dtype=np.float64)  # [n]
+    rest = index.copy()
+    digit_weight = 1.0 / base
+    while np.any(rest):
+        result += (rest % base) * digit_weight
+        rest //= base
+        digit_weight /= base
+    return result
+
+
+@SAMPLERS.register("hammersley")
+class Hammersley:
+    """The ``n``-point Hammersley set in ``k`` dimensions, deterministic
+    (``rng`` unused: every call with the same ``n`` and ``k`` gives the same
+    points; DeepXDE and PINNacle sample with it by default).
+
+    Point ``i`` (``i = 0 .. n-1``) is ``(i/n, phi_2(i), phi_3(i), phi_5(i), ...)``:
+    the first coordinate a regular grid, then the radical inverses of ``i`` in
+    the first ``k - 1`` primes (the unscrambled Halton sequence).  The set
+    depends on ``n`` (it is not a sequence: the first ``m`` of ``n`` points are
+    not the ``m``-point set).  Point 0 is the origin, a corner of the cube.
+    """
+
+    def __call__(self, n: int, k: int, rng: np.random.Generator | None = None) -> np.ndarray:
+        n, k = _check(n, k)
+        empty = _empty(n, k)
+        if empty is not None:
+            return empty
+        index = np.arange(n, dtype=np.int64)  # [n]
+        columns = [index / n] + [_radical_inverse(index, p) for p in _first_primes(k - 1)]
+        return _unit(np.stack(columns, axis=1))  # [n, k]
+
+    def __repr__(self) -> str:
+        return "Hammersley()"

@@ -9,7 +9,7 @@ import pytest
 import pinnspec.sampling as S
 from pinnspec.registry import SAMPLERS
 
-NAMES = ["lhs", "uniform", "sobol", "halton", "grid"]
+NAMES = ["lhs", "uniform", "sobol", "halton", "grid", "hammersley"]
 RANDOM = ["lhs", "uniform", "sobol", "halton"]
 
 
@@ -122,3 +122,50 @@ def test_scramble_option_refuses_other_values():
         make("sobol", scramble="maybe")
     with pytest.raises(ValueError, match="scramble"):
         make("halton", scramble=2)
+
+
+def _hammersley_by_definition(n, k):
+    """Point i = (i/n, then the base-p digits of i mirrored about the point for the first k-1 primes),
+    written from the definition with exact fractions, one digit at a time."""
+    from fractions import Fraction
+
+    primes = [p for p in range(2, 100) if all(p % q for q in range(2, p))][: k - 1]
+    rows = []
+    for i in range(n):
+        row = [Fraction(i, n)]
+        for base in primes:
+            value, weight, rest = Fraction(0), Fraction(1, base), i
+            while rest:
+                rest, digit = divmod(rest, base)
+                value += digit * weight
+                weight /= base
+            row.append(value)
+        rows.append([float(v) for v in row])
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("n, k", [(1, 1), (10, 1), (37, 2), (100, 4), (64, 7)])
+def test_hammersley_is_the_set_by_its_definition(n, k):
+    u = make("hammersley")(n, k, np.random.default_rng(0))
+    np.testing.assert_allclose(u, _hammersley_by_definition(n, k), rtol=0, atol=1e-15)
+
+
+def test_hammersley_after_its_grid_column_is_the_unscrambled_halton_sequence():
+    from scipy.stats import qmc  # scipy has Halton, not Hammersley
+
+    u = make("hammersley")(200, 5, None)
+    np.testing.assert_allclose(u[:, 1:], qmc.Halton(d=4, scramble=False).random(200), rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(u[:, 0], np.arange(200) / 200)
+    np.testing.assert_allclose(u[:4, 1], [0, 0.5, 0.25, 0.75])  # base 2: 0, 1/2, 1/4, 3/4
+    np.testing.assert_allclose(u[:4, 2], [0, 1 / 3, 2 / 3, 1 / 9])  # base 3
+
+
+def test_hammersley_ignores_the_generator_and_depends_on_n():
+    s = make("hammersley")
+    np.testing.assert_array_equal(s(50, 3, np.random.default_rng(0)), s(50, 3, np.random.default_rng(1)))
+    np.testing.assert_array_equal(s(50, 3, None), s(50, 3, None))
+    assert not np.array_equal(s(50, 3, None), s(60, 3, None)[:50])  # a set, not a sequence: i/n changes with n
+    assert repr(s) == "Hammersley()"
+    # low discrepancy: each of the 10 strips of the second axis holds 10 +- 1 of 100 points
+    counts = np.bincount((s(100, 2, None)[:, 1] * 10).astype(int), minlength=10)
+    assert counts.min() >= 9 and counts.max() <= 11
