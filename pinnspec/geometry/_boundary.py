@@ -41,8 +41,9 @@ MEASURE_DRAWS = 1 << 15
 MEASURE_FIRST_DRAWS = 1 << 12
 #: the seed of that fixed stream (so that the split of points across parts is the same every run)
 MEASURE_SEED = 20240611
-#: rounds of redrawing before a part is declared impossible to fill
+#: rounds of redrawing before a part is declared impossible to fill, and the most points one round draws
 MAX_ROUNDS = 64
+MAX_DRAWS_PER_ROUND = 1 << 20
 
 # a point of operand `side` survives the combination where  sign * sdf(other operand) > 0
 _KEEP_SIGN = {Union: (1.0, 1.0), Intersection: (-1.0, -1.0), Difference: (1.0, -1.0)}
@@ -278,7 +279,7 @@ def sample_boundary(shape: Shape, n: int, rng: np.random.Generator,
         acceptance = measures[part.index] / face.measure(window)
         found_x, found_normal, found = [], [], 0
         for _ in range(MAX_ROUNDS):
-            draws = math.ceil((count - found) / acceptance * 1.2) + 16
+            draws = min(MAX_DRAWS_PER_ROUND, math.ceil((count - found) / acceptance * 1.2) + 16)
             x, normal = face.sample(draws, rng, window)  # [draws, d] each
             rows, normal = _on_boundary(shape, part, x, normal, scale)
             found_x.append(x[rows])

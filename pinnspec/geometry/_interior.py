@@ -17,8 +17,8 @@ Sampler = Callable[[int, int, np.random.Generator], np.ndarray]
 #: points of the fixed stream that estimates which fraction of a combination's bounding box it fills
 FRACTION_DRAWS = 1 << 13
 FRACTION_SEED = 20240612
-#: rounds of redrawing before giving up
-MAX_ROUNDS = 32
+#: how much larger than the first batch a redrawn batch may grow before giving up
+MAX_GROWTH = 64
 
 
 def _count(n) -> int:
@@ -83,8 +83,8 @@ def sample_interior(shape: Shape, n: int, rng: np.random.Generator,
     d = shape.dim
     if n == 0:
         return np.empty((0, d))
-    batch = math.ceil((n + 4.0 * math.sqrt(n) + 16) / _filled_fraction(shape))
-    for _ in range(MAX_ROUNDS):
+    first_batch = batch = math.ceil((n + 4.0 * math.sqrt(n) + 16) / _filled_fraction(shape))
+    while True:
         unit = np.asarray(draw(batch, d, rng), dtype=np.float64)  # [m, d]
         if unit.ndim != 2 or unit.shape[1] != d:
             raise ValueError(f"the sampler {draw!r} returned shape {unit.shape} for ({batch}, {d}); expected [m, {d}]")
@@ -94,9 +94,11 @@ def sample_interior(shape: Shape, n: int, rng: np.random.Generator,
             if len(inside) > n:
                 inside = inside[np.sort(rng.choice(len(inside), size=n, replace=False))]
             return np.ascontiguousarray(inside)
-        batch = math.ceil(batch * max(2.0, 1.25 * n / max(len(inside), 1)))
-    raise RuntimeError(f"only {len(inside)} of {n} points fell inside {shape!r} in {MAX_ROUNDS} rounds of drawing "
-                       f"(the last {batch} points); is the sampler {draw!r} filling the unit cube?")
+        if batch >= MAX_GROWTH * first_batch:
+            raise RuntimeError(f"only {len(inside)} of {n} points fell inside {shape!r} out of {batch} drawn in its "
+                               f"bounding box (expected about {n * batch / first_batch:.0f}); does the sampler "
+                               f"{draw!r} fill the unit cube evenly?")
+        batch = min(MAX_GROWTH * first_batch, math.ceil(batch * max(2.0, 1.25 * n / max(len(inside), 1))))
 
 
 def estimate_measure(shape: Shape, n: int, rng: np.random.Generator) -> float:

@@ -28,6 +28,9 @@ __all__ = ["Shape", "Primitive", "Box", "Ball", "Polygon", "HalfSpace", "Union",
 
 Bounds = tuple[np.ndarray, np.ndarray]
 
+#: points x edges a polygon's distance works on at a time
+POLYGON_BLOCK = 1 << 18
+
 
 def _point(value, what: str) -> tuple[float, ...]:
     """A point or vector given as a number (1-D) or a list of numbers, as a tuple of floats."""
@@ -323,6 +326,11 @@ class Polygon(Primitive):
         return turned / np.linalg.norm(turned, axis=1, keepdims=True)
 
     def _sdf(self, x):
+        rows_per_block = max(1, POLYGON_BLOCK // len(self._start))  # bounds the [rows, V, 2] temporaries
+        return np.concatenate([self._block_sdf(x[i:i + rows_per_block]) for i in range(0, len(x), rows_per_block)]
+                              or [np.empty(0)])
+
+    def _block_sdf(self, x):
         edge = self._end - self._start  # [V, 2]
         offset = x[:, None, :] - self._start[None, :, :]  # [N, V, 2]
         along = np.clip(np.einsum("nvk,vk->nv", offset, edge) / np.sum(edge ** 2, axis=1), 0.0, 1.0)  # [N, V]

@@ -33,6 +33,7 @@ def _shapes():
         "two disks": Ball([0, 0], 1) + Ball([1, 0], 1),
         "triangle": Box([0, 0], [1, 1]) & HalfSpace([1, 1], 1),
         "polygon minus disk": Polygon([(0, 0), (2, 0), (2, 1), (1, 2), (0, 1)]) - Ball([2, 1], 0.5),
+        "clockwise polygon minus box": Polygon([(0, 0), (0, 2), (3, 0)]) - Box([-1, -1], [0.5, 0.5]),
         "shell in 3-D": Ball([0, 0, 0], 1) - Box([-0.3, -0.3, -0.3], [0.3, 0.3, 0.3]),
         "cube minus a ball cutting a corner": Box([0, 0, 0], [1, 1, 1]) - Ball([1, 1, 1], 0.5),
         "hole in a hole": Box([0, 0], [4, 4]) - (Ball([2, 2], 1.5) - Ball([2, 2], 0.5)),
@@ -155,6 +156,10 @@ def test_shared_faces_are_sampled_once_and_internal_walls_not_at_all():
     # faces wholly on or wholly off the boundary measure exactly; faces cut short by Monte Carlo
     for shape, perimeter, tolerance in ((touching, 6.0, 1e-12), (overlapping, 8.0, 0.01), (common, 4.0, 1e-12)):
         assert sum(part_measures(shape)) == pytest.approx(perimeter, rel=tolerance)
+    # shared up to rounding (a slanted edge on a plane, a circle on itself): still once, from the left operand
+    triangle = Polygon([(0, 0), (1, 0), (0, 1)]) & HalfSpace([1, 1], 1)
+    np.testing.assert_allclose(part_measures(triangle), [1, math.sqrt(2), 1, 0], rtol=1e-12)
+    np.testing.assert_allclose(part_measures(Ball([0.1, 0.2], 0.3) + Ball([0.1, 0.2], 0.3)), [0.6 * math.pi, 0])
     points, _, _ = sample_boundary(touching, 6000, np.random.default_rng(0))
     assert not np.any(np.abs(points[:, 0] - 1) < 1e-12)
     points, _, _ = sample_boundary(overlapping, 8000, np.random.default_rng(0))

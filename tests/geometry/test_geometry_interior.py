@@ -109,6 +109,14 @@ def test_a_batch_short_of_points_is_replaced_by_a_larger_fresh_one():
     assert x.shape == (2000, 2) and np.all(Ball([0.5, 0.5], 0.5).sdf(x) < 0)
 
 
+def test_a_sampler_that_never_reaches_the_shape_is_reported():
+    def corner_only(n, k, rng):
+        return np.zeros((n, k))  # the bounding box's corner, outside the disk
+
+    with pytest.raises(RuntimeError, match="only 0 of 50 points fell inside .* does the sampler"):
+        sample_interior(Ball([0, 0], 1), 50, np.random.default_rng(0), sampler=corner_only)
+
+
 def test_zero_points_and_bad_counts():
     assert sample_interior(Ball([0, 0], 1), 0, np.random.default_rng(0)).shape == (0, 2)
     with pytest.raises(ValueError, match="whole number >= 0"):

@@ -27,13 +27,17 @@ def test_ball_signed_distance_in_several_dimensions():
     np.testing.assert_allclose(Ball(0.5, 0.5).sdf(x), Box(0, 1).sdf(x), atol=1e-15)
 
 
-def test_polygon_signed_distance_equals_the_box_it_traces_in_either_orientation():
-    x = np.random.default_rng(0).uniform(-1, 3, (2000, 2))
+@pytest.mark.parametrize("block", [None, 40])
+def test_polygon_signed_distance_equals_the_box_it_traces_in_either_orientation(block, monkeypatch):
+    if block:  # points taken 10 at a time (40 // 4 edges): the same answer
+        monkeypatch.setattr("pinnspec.geometry._shapes.POLYGON_BLOCK", block)
+    x = np.random.default_rng(0).uniform(-1, 3, (2003, 2))
     box = Box([0, 0], [2, 1])
     counter_clockwise = Polygon([(0, 0), (2, 0), (2, 1), (0, 1)])
     clockwise = Polygon([(0, 0), (0, 1), (2, 1), (2, 0)])
     np.testing.assert_allclose(counter_clockwise.sdf(x), box.sdf(x), atol=1e-14)
     np.testing.assert_allclose(clockwise.sdf(x), box.sdf(x), atol=1e-14)
+    assert clockwise.sdf(np.empty((0, 2))).shape == (0,)
 
 
 def test_polygon_signed_distance_of_a_non_convex_polygon_at_known_points():
