@@ -8,13 +8,13 @@ coordinate order (space coordinates, then time).
     sets = plan.sample(seed=0, epoch=epoch)    # one PointSet per plan.sets entry
 
 Samplers (registered in :data:`pinnspec.registry.SAMPLERS`): ``lhs``,
-``uniform``, ``sobol``, ``halton``, ``grid``; each is
+``uniform``, ``sobol``, ``halton``, ``grid``, ``hammersley``; each is
 ``Sampler(**options)(n, k, rng) -> [n, k]`` in [0, 1].
 """
 
 from __future__ import annotations
 
-from ._samplers import LHS, Grid, Halton, Sobol, Uniform
+from ._samplers import LHS, Grid, Halton, Hammersley, Sobol, Uniform
 from ._regions import PointSet, box_points, face_counts, grid_points, sample_region
 from ._data import load_data, read_columns
 from ._plan import PlannedSet, PointPlan
@@ -25,6 +25,7 @@ __all__ = [
     "Sobol",
     "Halton",
     "Grid",
+    "Hammersley",
     "PointSet",
     "sample_region",
     "face_counts",
