@@ -1,31 +1,60 @@
-"""Reading the rows of a ``data`` condition: CSV (header line) or NPZ."""
+"""Reading the rows of a ``data`` condition or a ``reference`` file: CSV
+(header line), NPZ, COMSOL text exports (``.dat``/``.txt`` with a ``%``
+header, steady or wide time-dependent; see :mod:`._comsol`) and plain
+whitespace-separated number tables (``.dat``/``.txt`` without a header,
+columns ``column1``, ``column2``, ...)."""
 
 from __future__ import annotations
 
 import os
 import zipfile
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from .. import ir
+from ._comsol import (ComsolTable, first_content_line, parse_number_rows, read_comsol, read_comsol_header,
+                      read_text_lines)
 
-__all__ = ["load_data", "read_columns"]
+__all__ = ["FileColumns", "column_mapping", "load_data", "load_reference", "match_columns", "read_columns",
+           "read_file_columns"]
+
+_TEXT_TABLE_SUFFIXES = (".dat", ".txt")
+
+
+@dataclass(frozen=True)
+class FileColumns:
+    """The column names of a data or reference file and what the file says
+    about them: ``coordinates``, the columns the file marks as coordinates
+    (a COMSOL export: its space columns and its time), None when it does not
+    say; ``time_column``, the file's time column when it marks one;
+    ``named``, False for a plain number table (its names are made up)."""
+
+    source: str
+    names: tuple[str, ...]
+    coordinates: tuple[str, ...] | None = None
+    time_column: str | None = None
+    named: bool = True
+
+
+def _csv_names(header: str, path: str) -> list[str]:
+    if not header.strip():
+        raise ValueError(f"data file '{path}': empty, or no header line (expected column names such as x,t,u)")
+    names = [h.strip().strip('"').strip("'").strip() for h in header.split(",")]
+    if any(not name for name in names):
+        raise ValueError(f"data file '{path}': the header line has an empty column name: {header.strip()!r}")
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"data file '{path}': the column '{name}' appears twice in the header")
+        seen.add(name)
+    return names
 
 
 def _read_csv(path: str) -> dict[str, np.ndarray]:
     with open(path, encoding="utf-8-sig") as fh:
-        header = fh.readline()
-        if not header.strip():
-            raise ValueError(f"data file '{path}': empty, or no header line (expected column names such as x,t,u)")
-        names = [h.strip().strip('"').strip("'").strip() for h in header.split(",")]
-        if any(not name for name in names):
-            raise ValueError(f"data file '{path}': the header line has an empty column name: {header.strip()!r}")
-        seen = set()
-        for name in names:
-            if name in seen:
-                raise ValueError(f"data file '{path}': the column '{name}' appears twice in the header")
-            seen.add(name)
+        names = _csv_names(fh.readline(), path)
         try:
             values = np.loadtxt(fh, delimiter=",", dtype=np.float64, ndmin=2, comments="#")
         except ValueError as exc:
@@ -37,55 +66,221 @@ def _read_csv(path: str) -> dict[str, np.ndarray]:
     return {name: values[:, i] for i, name in enumerate(names)}
 
 
-def _read_npz(path: str) -> dict[str, np.ndarray]:
+def _read_npz(path: str, names_only: bool = False) -> dict[str, np.ndarray] | list[str]:
     try:
         with np.load(path, allow_pickle=False) as npz:
+            if names_only:
+                return list(npz.files)
             return {name: np.asarray(npz[name]) for name in npz.files}
     except (zipfile.BadZipFile, ValueError, OSError) as exc:
         raise ValueError(f"data file '{path}': not a readable NPZ file ({exc})") from None
 
 
-def read_columns(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Every column of a CSV or NPZ file, by name (NPZ: by array name)."""
-    path = os.fspath(path)
+def _plain_names(column_count: int) -> list[str]:
+    return [f"column{i + 1}" for i in range(column_count)]
+
+
+def _read_plain(path: str) -> dict[str, np.ndarray]:
+    """A headerless table of whitespace-separated numbers; its columns are
+    named column1, column2, ... (match them by order)."""
+    lines = read_text_lines(path)
+    first = next(i for i, line in enumerate(lines) if line.strip())
+    data = parse_number_rows(path, lines, first, len(lines[first].split()))
+    return dict(zip(_plain_names(data.shape[1]), data.T))
+
+
+def _kind(path: str) -> str:
+    """'npz', 'comsol', 'plain' or 'csv': NPZ by suffix; a .dat/.txt file by
+    its first line ('%': a COMSOL export; a comma: CSV; else plain numbers);
+    anything else is CSV."""
     if not os.path.isfile(path):
         raise ValueError(f"data file '{path}' does not exist")
-    if path.lower().endswith(".npz"):
-        return _read_npz(path)
-    return _read_csv(path)
+    lower = path.lower()
+    if lower.endswith(".npz"):
+        return "npz"
+    if lower.endswith(_TEXT_TABLE_SUFFIXES):
+        line = first_content_line(path)
+        if not line:
+            raise ValueError(f"data file '{path}': empty (expected a '%' header and rows of numbers, "
+                             f"or a CSV header line and rows)")
+        return "comsol" if line.startswith("%") else "csv" if "," in line else "plain"
+    return "csv"
+
+
+def _read_table(path: str) -> tuple[Mapping[str, np.ndarray], FileColumns]:
+    kind = _kind(path)
+    if kind == "comsol":
+        table = read_comsol(path)
+        return table.columns, _comsol_layout(table)
+    columns = _read_npz(path) if kind == "npz" else _read_plain(path) if kind == "plain" else _read_csv(path)
+    return columns, FileColumns(path, tuple(columns), named=kind != "plain")
+
+
+def _comsol_layout(table: ComsolTable) -> FileColumns:
+    header = table.header
+    return FileColumns(header.path, header.names, header.coordinates, header.time_column)
+
+
+def read_columns(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every column of a data file, by name: CSV (header names), NPZ (array
+    names), a COMSOL export (long form: ``x[, y, z][, t], outputs``; see
+    :func:`read_comsol`) or a plain number table (``column1``, ...)."""
+    return dict(_read_table(os.fspath(path))[0])
+
+
+def read_file_columns(path: str | os.PathLike) -> FileColumns:
+    """The column names of a data file and what it says about them, from its
+    header only (the rows are not read: cheap enough for ``pinnspec check``).
+    Raises ValueError naming the file (and the line) when the header cannot
+    be read."""
+    path = os.fspath(path)
+    kind = _kind(path)
+    if kind == "comsol":
+        header = read_comsol_header(path)
+        return FileColumns(path, header.names, header.coordinates, header.time_column)
+    if kind == "npz":
+        return FileColumns(path, tuple(_read_npz(path, names_only=True)))
+    line = first_content_line(path)
+    if kind == "plain":
+        return FileColumns(path, tuple(_plain_names(len(line.split()))), named=False)
+    with open(path, encoding="utf-8-sig") as fh:
+        return FileColumns(path, tuple(_csv_names(fh.readline(), path)))
+
+
+# ------------------------------------------------------------------ matching
+def _names_of(coordinates: Sequence[ir.Coordinate | str]) -> list[str]:
+    return [c if isinstance(c, str) else c.name for c in coordinates]
+
+
+def _by_name(wanted: str, names: Sequence[str], source: str) -> str | None:
+    """The file column for ``wanted``: the same name, else the one name equal
+    to it ignoring case; None when there is none."""
+    if wanted in names:
+        return wanted
+    alike = [n for n in names if n.lower() == wanted.lower()]
+    if len(alike) > 1:
+        raise ValueError(f"data file '{source}': the columns {', '.join(map(repr, alike))} all match '{wanted}' "
+                         f"ignoring case; rename all but one")
+    return alike[0] if alike else None
+
+
+def _order_refusal(layout: FileColumns, coordinates: Sequence[ir.Coordinate | str], wanted: list[str],
+                   found: dict[str, str | None]) -> str | None:
+    """Why matching ``layout``'s columns to ``wanted`` by position is unsafe
+    (None when it is safe)."""
+    names = layout.names
+    if len(names) != len(wanted):
+        return f"matching by order needs {len(wanted)} columns, the file has {len(names)}"
+    coord_count = len(coordinates)
+    if layout.coordinates is not None and len(layout.coordinates) != coord_count:
+        return (f"matching by order needs {coord_count} coordinate columns, the file has "
+                f"{len(layout.coordinates)} ({', '.join(layout.coordinates)})")
+    for position, name in enumerate(wanted):
+        column = found[name]
+        if column is not None and column != names[position]:
+            return (f"matching by order would read '{name}' from column {position + 1} ('{names[position]}'), "
+                    f"but the file's column '{column}' is named for it")
+    if layout.time_column is not None:
+        for position, c in enumerate(coordinates):
+            if not isinstance(c, ir.Coordinate):
+                continue
+            if c.is_time and names[position] != layout.time_column:
+                return (f"matching by order would read the time '{c.name}' from the column '{names[position]}', "
+                        f"not from the file's time column '{layout.time_column}'")
+            if not c.is_time and names[position] == layout.time_column:
+                return (f"matching by order would read the space coordinate '{c.name}' from the file's time "
+                        f"column '{layout.time_column}'")
+    return None
+
+
+def column_mapping(layout: FileColumns, coordinates: Sequence[ir.Coordinate | str], fields: Sequence[str],
+                   by_order: bool = True) -> dict[str, str]:
+    """Which file column holds each coordinate and field: ``{spec name: file
+    column}``, coordinates first.  By name (the same name, else the same
+    ignoring case) when every name is found; else, if ``by_order``, by
+    position (coordinates first, then fields) when the counts agree, no
+    column named for one name would be read for another, and a time column
+    the file marks (a COMSOL ``@ t=``) pairs with the spec's time
+    coordinate.  Otherwise ValueError naming the file, the names expected and
+    the names the file has."""
+    coord_names = _names_of(coordinates)
+    wanted = coord_names + list(fields)
+    found = {name: _by_name(name, layout.names, layout.source) for name in wanted}
+    missing = [name for name in wanted if found[name] is None]
+    if not missing:
+        return {name: found[name] for name in wanted}
+    refusal = _order_refusal(layout, coordinates, wanted, found) if by_order else None
+    if by_order and refusal is None:
+        return dict(zip(wanted, layout.names))
+    name = missing[0]
+    what = "coordinate" if name in coord_names else "field"
+    message = (f"data file '{layout.source}': no column '{name}' (the {what} '{name}'); "
+               f"the file has columns: {', '.join(layout.names) or 'none'}")
+    if by_order:
+        message += (f"; expected columns named {', '.join(wanted)} (coordinates, then fields), "
+                    f"or that many columns in that order, but {refusal}")
+    raise ValueError(message)
+
+
+def match_columns(table: ComsolTable | Mapping[str, np.ndarray], coordinates: Sequence[ir.Coordinate | str],
+                  fields: Sequence[str], *, by_order: bool = True,
+                  source: str = "<columns>") -> tuple[np.ndarray, np.ndarray]:
+    """``(points [N, d], values [N, n_fields])`` float64 from a table's
+    columns, matched to the coordinates and fields as :func:`column_mapping`
+    says (by name, else by order).  ``table`` is a :class:`ComsolTable` or a
+    mapping of column name to array (as :func:`read_columns` gives; arrays
+    are flattened; ``source`` names it in messages).  Columns of unequal
+    length, not real numbers or not finite raise ValueError naming the file
+    and the column."""
+    if isinstance(table, ComsolTable):
+        columns, layout = table.columns, _comsol_layout(table)
+    else:
+        columns, layout = table, FileColumns(source, tuple(table))
+    mapping = column_mapping(layout, coordinates, fields, by_order=by_order)
+    return _stack(layout.source, columns, mapping, len(coordinates))
+
+
+def _stack(source: str, columns: Mapping[str, np.ndarray], mapping: dict[str, str],
+           coordinate_count: int) -> tuple[np.ndarray, np.ndarray]:
+    picked = []
+    for name, column_name in mapping.items():
+        col = np.asarray(columns[column_name])
+        label = f"'{column_name}'" if column_name == name else f"'{column_name}' (read as '{name}')"
+        if not np.issubdtype(col.dtype, np.number) or np.iscomplexobj(col):
+            raise ValueError(f"data file '{source}': the column {label} is not real numbers (dtype {col.dtype})")
+        picked.append(col.astype(np.float64, copy=False).reshape(-1))
+    lengths = {name: len(col) for name, col in zip(mapping.values(), picked)}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"data file '{source}': the columns have different lengths: "
+                         + ", ".join(f"{k}: {v}" for k, v in lengths.items()))
+    for name, col in zip(mapping.values(), picked):
+        if not np.all(np.isfinite(col)):
+            raise ValueError(f"data file '{source}': the column '{name}' has a non-finite value (NaN or inf)")
+    n = next(iter(lengths.values()), 0)
+    table = np.stack(picked, axis=1) if picked else np.empty((n, 0))
+    return np.ascontiguousarray(table[:, :coordinate_count]), np.ascontiguousarray(table[:, coordinate_count:])
 
 
 def load_data(path: str | os.PathLike, coordinates: Sequence[ir.Coordinate | str],
               fields: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(x [N, d], observed [N, n_fields])`` float64 from a CSV file (a header
-    line of comma-separated column names, then one row per point) or an NPZ
-    file (one array per column, each flattened).  Columns are picked by the
-    coordinate names (in the given order) and the field names; other columns
-    are ignored.  A missing column, columns of unequal length or a non-finite
-    value raise ``ValueError`` naming the file and the column."""
-    path = os.fspath(path)
-    columns = read_columns(path)
-    coord_names = [c if isinstance(c, str) else c.name for c in coordinates]
-    wanted = coord_names + list(fields)
-    available = ", ".join(columns) or "none"
-    picked = []
-    for name in wanted:
-        if name not in columns:
-            what = "coordinate" if name in coord_names else "field"
-            raise ValueError(f"data file '{path}': no column '{name}' (the {what} '{name}'); "
-                             f"the file has columns: {available}")
-        col = np.asarray(columns[name])
-        if not np.issubdtype(col.dtype, np.number) or np.iscomplexobj(col):
-            raise ValueError(f"data file '{path}': the column '{name}' is not real numbers (dtype {col.dtype})")
-        picked.append(col.astype(np.float64, copy=False).reshape(-1))
-    lengths = {name: len(col) for name, col in zip(wanted, picked)}
-    if len(set(lengths.values())) > 1:
-        raise ValueError(f"data file '{path}': the columns have different lengths: "
-                         + ", ".join(f"{k}: {v}" for k, v in lengths.items()))
-    for name, col in zip(wanted, picked):
-        if not np.all(np.isfinite(col)):
-            raise ValueError(f"data file '{path}': the column '{name}' has a non-finite value (NaN or inf)")
-    n = next(iter(lengths.values()), 0)
-    d = len(coord_names)
-    table = np.stack(picked, axis=1) if picked else np.empty((n, 0))
-    return np.ascontiguousarray(table[:, :d]), np.ascontiguousarray(table[:, d:])
+    """``(x [N, d], observed [N, n_fields])`` float64 from a data file: CSV
+    (a header line of comma-separated column names, then one row per point),
+    NPZ (one array per column, each flattened), a COMSOL export (long form)
+    or a plain number table.  Columns are picked by the coordinate names (in
+    the given order) and the field names; other columns are ignored.  Only a
+    plain number table (no names) is matched by order.  A missing column,
+    columns of unequal length or a non-finite value raise ``ValueError``
+    naming the file and the column."""
+    columns, layout = _read_table(os.fspath(path))
+    mapping = column_mapping(layout, coordinates, fields, by_order=not layout.named)
+    return _stack(layout.source, columns, mapping, len(coordinates))
+
+
+def load_reference(path: str | os.PathLike, coordinates: Sequence[ir.Coordinate | str],
+                   fields: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(points [N, d], values [N, n_fields])`` float64 from a reference
+    file (any format :func:`read_columns` reads), its columns matched by name,
+    else by order (see :func:`column_mapping`)."""
+    columns, layout = _read_table(os.fspath(path))
+    mapping = column_mapping(layout, coordinates, fields, by_order=True)
+    return _stack(layout.source, columns, mapping, len(coordinates))

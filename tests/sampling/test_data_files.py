@@ -70,3 +70,13 @@ def test_other_errors_are_clear(tmp_path):
     notzip.write_text("x,t,u\n")
     with pytest.raises(ValueError, match="fake.npz"):
         load_data(notzip, COORDS, ("u",))
+
+
+def test_comsol_export_as_a_data_file(tmp_path):
+    path = tmp_path / "obs.dat"
+    path.write_text("% Dimension: 1\n% Nodes: 2\n% X  u (1) @ t=0  u (1) @ t=0.5\n0.1 1 2\n0.2 3 4\n")
+    x, obs = load_data(path, COORDS, ("u",))
+    np.testing.assert_array_equal(x, [[0.1, 0], [0.2, 0], [0.1, 0.5], [0.2, 0.5]])
+    np.testing.assert_array_equal(obs, [[1], [3], [2], [4]])
+    with pytest.raises(ValueError, match="no column 'v'"):  # a named file is matched by name only
+        load_data(path, COORDS, ("v",))
