@@ -7,6 +7,10 @@ coordinate order (space coordinates, then time).
     plan = PointPlan(problem)                  # problem: pinnspec.ir.Problem
     sets = plan.sample(seed=0, epoch=epoch)    # one PointSet per plan.sets entry
 
+Reference and data files: CSV, NPZ, and COMSOL text exports (``read_comsol``: steady and wide
+time-dependent tables, expanded to rows); ``load_reference`` matches their columns to a spec's
+coordinates and fields by name, else by order.
+
 Samplers (registered in :data:`pinnspec.registry.SAMPLERS`): ``lhs``,
 ``uniform``, ``sobol``, ``halton``, ``grid``, ``hammersley``; each is
 ``Sampler(**options)(n, k, rng) -> [n, k]`` in [0, 1].
@@ -16,7 +20,8 @@ from __future__ import annotations
 
 from ._samplers import LHS, Grid, Halton, Hammersley, Sobol, Uniform
 from ._regions import PointSet, box_points, face_counts, grid_points, sample_region
-from ._data import load_data, read_columns
+from ._data import FileColumns, column_mapping, load_data, load_reference, match_columns, read_columns, read_file_columns
+from ._comsol import ComsolTable, read_comsol, read_comsol_header
 from ._plan import PlannedSet, PointPlan
 
 __all__ = [
@@ -33,6 +38,14 @@ __all__ = [
     "box_points",
     "load_data",
     "read_columns",
+    "load_reference",
+    "match_columns",
+    "column_mapping",
+    "read_file_columns",
+    "FileColumns",
+    "ComsolTable",
+    "read_comsol",
+    "read_comsol_header",
     "PlannedSet",
     "PointPlan",
 ]
