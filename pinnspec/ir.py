@@ -12,7 +12,8 @@ Conventions
 * A condition's residual components: for ``A = B`` the component is ``A - B``.
   ``periodic``: the component ``E`` means ``E(at lo) - E(at hi)`` at matched
   points.  ``data``: ``u - u^obs`` where the symbol ``u^obs`` is the observed
-  column.  On a union of faces, ``face_residuals`` holds one tuple per face
+  column.  On a :class:`DomainBoundary`, ``dn(u)`` is ``n_x*u_x + n_y*u_y + ...``
+  with ``n_x = normal("x")`` the outward normal per point.  On a union of faces, ``face_residuals`` holds one tuple per face
   (``dn`` is resolved per face); ``residuals`` is then the first face's.
 * Losses and groupings are expanded into weighted sums of *atoms*: a
   condition's loss (sum over components of the mean squared residual) or a
@@ -111,7 +112,65 @@ class DataPoints:
         return f"data {self.path} ({', '.join(self.fields)})"
 
 
-Region = Union[Interior, FaceRegion, InitialSlice, PeriodicPairs, DataPoints]
+@dataclass(frozen=True)
+class Domain:
+    """The region of a spec with a ``domain`` statement: a shape of :mod:`pinnspec.geometry`
+    over the space coordinates, its primitives named as in the spec (``box``: the space box).
+
+    expression: the combination as written (``box - hole1 - hole2``);
+    shapes:     every declared shape it uses, as ``(name, primitive as written with its values)``.
+    """
+
+    name: str
+    shape: Any
+    expression: str
+    shapes: tuple[tuple[str, str], ...] = ()
+
+    def __str__(self) -> str:
+        return f"domain {self.name}"
+
+
+@dataclass(frozen=True)
+class DomainInterior:
+    """The domain times the time interval (equations of a spec with a ``domain``)."""
+
+    domain: Domain
+
+    def __str__(self) -> str:
+        return f"interior of {self.domain.name}"
+
+
+@dataclass(frozen=True)
+class DomainBoundary:
+    """Parts of the domain's boundary (times the time interval).
+
+    parts: indices into ``domain.shape.boundary_parts()``, each lying on the domain's boundary;
+    on:    what the selector named, for messages (``hole1``, ``x = -0.5``, ``boundary``).
+    ``dn`` on it is ``n . grad u`` with the outward normal ``normal(coordinate)`` per point.
+    """
+
+    domain: Domain
+    parts: tuple[int, ...]
+    on: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"boundary of {self.domain.name} on {', '.join(self.on)}"
+
+
+@dataclass(frozen=True)
+class DomainInitialSlice:
+    """The domain at the start of the time interval."""
+
+    domain: Domain
+    time: str
+    value: float
+
+    def __str__(self) -> str:
+        return f"{self.domain.name} at {self.time} = {self.value:g}"
+
+
+Region = Union[Interior, FaceRegion, InitialSlice, PeriodicPairs, DataPoints, DomainInterior, DomainBoundary,
+               DomainInitialSlice]
 
 
 @dataclass(frozen=True)
@@ -126,6 +185,12 @@ class Condition:
     @property
     def n_components(self) -> int:
         return len(self.residuals)
+
+
+def normal(coordinate: str) -> sympy.Symbol:
+    """The symbol standing for the outward normal's component along a space coordinate
+    (a per-point input on a :class:`DomainBoundary`)."""
+    return sympy.Symbol(f"n_{coordinate}", real=True)
 
 
 def observed(field_name: str) -> sympy.Symbol:
@@ -322,6 +387,7 @@ class Problem:
     validation: Validation
     training: Training
     source_dir: str = field(default=".", compare=False)
+    domain: Domain | None = None  # None: the space box
 
     # convenience --------------------------------------------------------
     @property

@@ -190,6 +190,48 @@ class Fields(Statement):
     span: Span
 
 
+# ------------------------------------------------------------------ geometry
+
+
+@dataclass(frozen=True)
+class ShapeDecl(Statement):
+    """``shape NAME = PRIMITIVE(...)``: a named primitive (box, interval, disk, ball, polygon, halfspace)."""
+
+    name: Ident
+    call: Call
+    span: Span
+
+
+@dataclass(frozen=True)
+class ShapeRef(Node):
+    """A shape named in a domain expression (a declared shape, or the built-in ``box``)."""
+
+    name: Ident
+    span: Span
+
+
+@dataclass(frozen=True)
+class ShapeOp(Node):
+    """``left OP right`` in a domain expression: ``+`` union, ``-`` difference, ``&`` intersection."""
+
+    op: str
+    left: "ShapeExpr"
+    right: "ShapeExpr"
+    span: Span
+
+
+ShapeExpr = Union[ShapeRef, ShapeOp]
+
+
+@dataclass(frozen=True)
+class DomainDecl(Statement):
+    """``domain NAME = SHAPE_EXPR``: the region the equations hold on."""
+
+    name: Ident
+    expr: ShapeExpr
+    span: Span
+
+
 @dataclass(frozen=True)
 class Relation(Node):
     """``lhs = rhs``: the residual is ``lhs - rhs``."""
@@ -222,11 +264,13 @@ class Face(Node):
 
 @dataclass(frozen=True)
 class Selector(Node):
-    """``on boundary`` (faces empty, whole=True) or ``on x = -1, x = 1``."""
+    """``on boundary`` (faces empty, whole=True), ``on x = -1, x = 1`` (faces of the space box)
+    and/or ``on hole1, box`` (the parts of the domain's boundary on those shapes)."""
 
     faces: tuple[Face, ...]
     whole: bool
     span: Span
+    shapes: tuple[Ident, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -374,6 +418,8 @@ _KEYWORDS = {
     Space: "space",
     Time: "time",
     Fields: "field",
+    ShapeDecl: "shape",
+    DomainDecl: "domain",
     Equation: "equation",
     Initial: "initial",
     Boundary: "boundary",

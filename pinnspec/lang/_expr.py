@@ -53,6 +53,7 @@ class Scope:
     declared: dict[str, tuple[str, A.Span]]  # every declared name -> (kind, span)
     allow_coordinates: bool = True
     face: tuple[str, int] | None = None  # (coordinate, outward sign) on a boundary face
+    normals: dict[str, sympy.Symbol] | None = None  # space coordinate -> outward normal component (a domain's boundary)
     field_names: tuple[str, ...] = ()
     let_spans: dict[str, A.Span] = field(default_factory=dict)
 
@@ -278,6 +279,11 @@ class ExprLowering:
         return sympy.Add(*(sympy.diff(expr, scope.coordinates[c], 2) for c in scope.space))
 
     def _dn(self, node: A.Call, scope: Scope):
+        if scope.normals is not None:
+            expr = self._one_arg(node, scope)
+            if expr is None:
+                return None
+            return sympy.Add(*(normal * sympy.diff(expr, scope.coordinates[c]) for c, normal in scope.normals.items()))
         if scope.face is None:
             self.diag.error(node.span, "dn() is the outward normal derivative on a boundary face: "
                             "use it only in a 'boundary' condition")

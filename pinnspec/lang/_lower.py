@@ -17,12 +17,13 @@ from ..registry import did_you_mean, load_plugins
 from . import _ast as A
 from ._diagnostics import Collector
 from ._expr import BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, ExprLowering, Scope, uses_call
+from ._geometry import BOX, GeometryLowering
 
 #: Points per condition when a spec gives none (documented in docs/reference.md).
 DEFAULT_POINTS = {"equation": 1000, "initial": 100, "boundary": 100, "periodic": 100}
 DEFAULT_GROUPING = "default"
 #: Statements a spec may hold at most once.
-SINGLE = ("problem", "time", "sampler", "resample", "reference", "test", "validate",
+SINGLE = ("problem", "time", "domain", "sampler", "resample", "reference", "test", "validate",
           "model", "optimizer", "schedule", "surgery", "align")
 #: Relative tolerance when matching a face value to a box end.
 _FACE_TOL = 1e-12
@@ -35,6 +36,8 @@ def reserved_kind(name: str) -> str | None:
         return "built-in constant"
     if name in BUILTIN_FUNCTIONS or name in SPECIAL_CALLS:
         return "built-in function"
+    if name == BOX:
+        return "built-in shape: the space box"
     return None
 
 
@@ -57,6 +60,7 @@ class Lowering:
         self.condition_kinds: dict[str, str] = {}
         self.losses: dict[str, ir.WeightedSum] = {}
         self.groupings: dict[str, ir.Grouping] = {}
+        self.geometry = GeometryLowering(self)
 
     # ================================================================== driver
     def run(self) -> ir.Problem | None:
@@ -75,6 +79,11 @@ class Lowering:
         for st in by_kind.get("space", []) + by_kind.get("time", []):
             self._intervals(st)
         self._finish_coordinates()
+        for st in by_kind.get("shape", []):
+            self.geometry.shape(st)
+        for st in by_kind.get("domain", [])[:1]:
+            self.geometry.domain_statement_lowered(st)
+        self._geometry_warnings(by_kind)
         for st in statements:
             handler = {
                 A.Equation: self._equation,
@@ -114,6 +123,7 @@ class Lowering:
             validation=validation,
             training=training,
             source_dir=self.base_dir,
+            domain=self.geometry.domain,
         )
 
     # ================================================================== structure & names
@@ -180,13 +190,17 @@ class Lowering:
             elif isinstance(st, (A.Equation, A.Initial, A.Boundary, A.Periodic, A.Data)):
                 if self._declare(st.name, "condition"):
                     self.condition_kinds[st.name.name] = st.keyword
+            elif isinstance(st, A.ShapeDecl):
+                self._declare(st.name, "shape")
+            elif isinstance(st, A.DomainDecl):
+                self._declare(st.name, "domain")
             elif isinstance(st, A.Loss):
                 self._declare(st.name, "loss")
             elif isinstance(st, A.Grouping):
                 self._declare(st.name, "grouping")
 
     def _scope(self, where: str, *, fields: bool = True, params: bool = True, coordinates: bool = True,
-               face: tuple[str, int] | None = None) -> Scope:
+               face: tuple[str, int] | None = None, normals: dict[str, sympy.Symbol] | None = None) -> Scope:
         return Scope(
             where=where,
             coordinates=self.coord_symbols,
@@ -197,6 +211,7 @@ class Lowering:
             declared=self.declared,
             allow_coordinates=coordinates,
             face=face,
+            normals=normals,
             field_names=tuple(self.fields),
         )
 
@@ -291,8 +306,8 @@ class Lowering:
                                              tuple(map(tuple, face_residuals)) if face_residuals else None,
                                              st.span.line)
 
-    def _lower_relations(self, st, relations, where, face=None):
-        scope = self._scope(where, face=face)
+    def _lower_relations(self, st, relations, where, face=None, normals=None):
+        scope = self._scope(where, face=face, normals=normals)
         out = []
         for rel in relations:
             res = self._residual(rel, scope)
@@ -304,7 +319,8 @@ class Lowering:
     def _equation(self, st: A.Equation):
         res = self._lower_relations(st, (st.relation,), f"the equation '{st.name.name}'")
         if None not in res:
-            self._add_condition(st, "equation", ir.Interior(), res)
+            domain = self.geometry.domain
+            self._add_condition(st, "equation", ir.DomainInterior(domain) if domain else ir.Interior(), res)
 
     def _initial(self, st: A.Initial):
         time = next((c for c in self.coordinates if c.is_time), None)
@@ -313,7 +329,9 @@ class Lowering:
             return
         res = self._lower_relations(st, st.relations, f"the initial condition '{st.name.name}'")
         if None not in res:
-            self._add_condition(st, "initial", ir.InitialSlice(time.name, time.lo), res)
+            domain = self.geometry.domain
+            region = ir.DomainInitialSlice(domain, time.name, time.lo) if domain else ir.InitialSlice(time.name, time.lo)
+            self._add_condition(st, "initial", region, res)
 
     def _faces(self, selector: A.Selector) -> list[ir.Face] | None:
         space = [c for c in self.coordinates if not c.is_time]
@@ -322,37 +340,28 @@ class Lowering:
                 self.diag.error(selector.span, "'on boundary' needs space coordinates, and there are none")
                 return None
             return [ir.Face(c.name, side, value) for c in space for side, value in (("lo", c.lo), ("hi", c.hi))]
+        if selector.shapes:
+            name = selector.shapes[0].name
+            kind = self.declared.get(name, (None,))[0]
+            if kind in ("shape", "domain") or name == BOX:
+                what = f"'{name}' is a shape" if kind != "domain" else f"'{name}' is a domain"
+                self.diag.error(selector.shapes[0].span, f"{what}, but the spec declares no 'domain' to take the "
+                                f"boundary of: add e.g. 'domain plate = box - {name}', or select faces of the box "
+                                f"('on x = 0', 'on boundary')")
+            elif self._coordinate(name) is not None:
+                self.diag.error(selector.shapes[0].span, f"'{name}' is a coordinate: a face of the box is written "
+                                f"'{name} = VALUE'")
+            else:
+                self.diag.error(selector.shapes[0].span, f"unknown shape '{name}': the spec declares no 'domain'; "
+                                f"select faces of the box ('on x = 0', 'on boundary')")
+            return None
         faces: list[ir.Face] = []
         ok = True
         for face in selector.faces:
-            name = face.coordinate.name
-            coord = self._coordinate(name)
-            if coord is None:
-                hint = did_you_mean(name, [c.name for c in space])
-                more = f"; did you mean '{hint}'?" if hint else f" (space coordinates are: {', '.join(c.name for c in space) or 'none'})"
-                self.diag.error(face.coordinate.span, f"unknown coordinate '{name}'{more}")
+            new = self._face(face)
+            if new is None:
                 ok = False
                 continue
-            if coord.is_time:
-                self.diag.error(face.coordinate.span, f"'{name}' is the time coordinate: a condition at {name} = "
-                                f"{coord.lo:g} is written with 'initial'")
-                ok = False
-                continue
-            value = self._constant(face.value, f"the face value of '{name}'")
-            if value is None:
-                ok = False
-                continue
-            scale = max(abs(coord.lo), abs(coord.hi), 1.0)
-            if abs(value - coord.lo) <= _FACE_TOL * scale:
-                side = ("lo", coord.lo)
-            elif abs(value - coord.hi) <= _FACE_TOL * scale:
-                side = ("hi", coord.hi)
-            else:
-                self.diag.error(face.value.span, f"{name} = {value:g} is not on the box: {name} is in "
-                                f"[{coord.lo:g}, {coord.hi:g}], so a face is {name} = {coord.lo:g} or {name} = {coord.hi:g}")
-                ok = False
-                continue
-            new = ir.Face(name, *side)
             if new in faces:
                 self.diag.error(face.span, f"the face {new} is listed twice")
                 ok = False
@@ -360,9 +369,38 @@ class Lowering:
             faces.append(new)
         return faces if ok else None
 
+    def _face(self, face: A.Face) -> ir.Face | None:
+        """The face of the space box ``face`` names, or None (reported)."""
+        space = [c for c in self.coordinates if not c.is_time]
+        name = face.coordinate.name
+        coord = self._coordinate(name)
+        if coord is None:
+            hint = did_you_mean(name, [c.name for c in space])
+            more = f"; did you mean '{hint}'?" if hint else f" (space coordinates are: {', '.join(c.name for c in space) or 'none'})"
+            self.diag.error(face.coordinate.span, f"unknown coordinate '{name}'{more}")
+            return None
+        if coord.is_time:
+            self.diag.error(face.coordinate.span, f"'{name}' is the time coordinate: a condition at {name} = "
+                            f"{coord.lo:g} is written with 'initial'")
+            return None
+        value = self._constant(face.value, f"the face value of '{name}'")
+        if value is None:
+            return None
+        scale = max(abs(coord.lo), abs(coord.hi), 1.0)
+        if abs(value - coord.lo) <= _FACE_TOL * scale:
+            return ir.Face(name, "lo", coord.lo)
+        if abs(value - coord.hi) <= _FACE_TOL * scale:
+            return ir.Face(name, "hi", coord.hi)
+        self.diag.error(face.value.span, f"{name} = {value:g} is not on the box: {name} is in "
+                        f"[{coord.lo:g}, {coord.hi:g}], so a face is {name} = {coord.lo:g} or {name} = {coord.hi:g}")
+        return None
+
     def _boundary(self, st: A.Boundary):
-        faces = self._faces(st.selector)
         where = f"the boundary condition '{st.name.name}'"
+        if self.geometry.domain is not None or (self.tree_has_domain and st.selector.shapes):
+            self._domain_boundary(st, where)
+            return
+        faces = self._faces(st.selector)
         if faces is None:
             # still check the expressions (without dn) to report their errors too
             if not any(uses_call(r, "dn") for r in st.relations):
@@ -381,6 +419,31 @@ class Lowering:
             res = self._lower_relations(st, st.relations, where)
             if None not in res:
                 self._add_condition(st, "boundary", ir.FaceRegion(tuple(faces)), res)
+
+    def _domain_boundary(self, st: A.Boundary, where: str):
+        """A boundary condition on parts of the domain's boundary: ``dn`` uses the per-point normal."""
+        region = self.geometry.selector(st.selector) if self.geometry.domain is not None else None
+        normals = {c.name: ir.normal(c.name) for c in self.coordinates if not c.is_time}
+        res = self._lower_relations(st, st.relations, where, normals=normals)
+        if region is not None and None not in res:
+            self._add_condition(st, "boundary", region, res)
+
+    @property
+    def tree_has_domain(self) -> bool:
+        return any(isinstance(st, A.DomainDecl) for st in self.tree.statements)
+
+    def _geometry_warnings(self, by_kind):
+        domain = self.geometry.domain
+        used = {name for name, _ in domain.shapes} if domain else set()
+        for st in by_kind.get("shape", []):
+            if st.name.name not in self.geometry.shapes:
+                continue
+            if not by_kind.get("domain"):
+                self.diag.warning(st.name.span, f"the shape '{st.name.name}' is used by no domain: "
+                                  f"add e.g. 'domain plate = box - {st.name.name}'")
+            elif domain is not None and st.name.name not in used:
+                self.diag.warning(st.name.span, f"the shape '{st.name.name}' is not part of the domain "
+                                  f"'{domain.name}' (= {domain.expression})")
 
     def _quiet(self, fn):
         """Run ``fn`` without adding diagnostics (used to re-lower per face)."""
@@ -402,6 +465,10 @@ class Lowering:
             ok = False
         elif coord.is_time:
             self.diag.error(st.coordinate.span, f"'{name}' is the time coordinate; periodic conditions are on space coordinates")
+            ok = False
+        if self.tree_has_domain:
+            self.diag.error(st.span, "a periodic condition pairs the two ends of the space box, and this spec's "
+                            "domain is a shape: drop the 'domain' statement, or use boundary conditions instead")
             ok = False
         scope = self._scope(f"the periodic condition '{st.name.name}'")
         res = []

@@ -107,17 +107,18 @@ class ToAst(Transformer):
     def string(self, meta, c):
         return _string(c[0])
 
-    def _bin(op):
+    def _binary(node, op):
+        """A transformer method making ``node(op, left, right, span)`` (BinOp, ShapeOp)."""
+
         def method(self, meta, c):
-            return A.BinOp(op, c[0], c[-1], _span(meta))
+            return node(op, c[0], c[-1], _span(meta))
 
         return method
 
-    add = _bin("+")
-    sub = _bin("-")
-    mul = _bin("*")
-    div = _bin("/")
-    del _bin
+    add = _binary(A.BinOp, "+")
+    sub = _binary(A.BinOp, "-")
+    mul = _binary(A.BinOp, "*")
+    div = _binary(A.BinOp, "/")
 
     def pow(self, meta, c):
         base, _, exponent = c
@@ -178,6 +179,22 @@ class ToAst(Transformer):
     def field_stmt(self, meta, c):
         return A.Fields(tuple(_ident(t) for t in c), _span(meta))
 
+    # geometry
+    def shape_stmt(self, meta, c):
+        return A.ShapeDecl(_ident(c[0]), c[1], _span(meta))
+
+    def shape_ref(self, meta, c):
+        ident = _ident(c[0])
+        return A.ShapeRef(ident, ident.span)
+
+    shape_union = _binary(A.ShapeOp, "+")
+    shape_difference = _binary(A.ShapeOp, "-")
+    shape_intersection = _binary(A.ShapeOp, "&")
+    del _binary
+
+    def domain_stmt(self, meta, c):
+        return A.DomainDecl(_ident(c[0]), c[1], _span(meta))
+
     # conditions
     def relation(self, meta, c):
         return A.Relation(c[0], c[1], _span(meta))
@@ -194,8 +211,13 @@ class ToAst(Transformer):
     def whole_boundary(self, meta, c):
         return A.Selector((), True, _span(meta))
 
-    def faces(self, meta, c):
-        return A.Selector(tuple(c), False, _span(meta))
+    def shape_part(self, meta, c):
+        return _ident(c[0])
+
+    def selector_items(self, meta, c):
+        faces = tuple(item for item in c if isinstance(item, A.Face))
+        shapes = tuple(item for item in c if isinstance(item, A.Ident))
+        return A.Selector(faces, False, _span(meta), shapes)
 
     def boundary_stmt(self, meta, c):
         return A.Boundary(_ident(c[0]), c[1], tuple(c[2:]), _span(meta))
@@ -307,6 +329,7 @@ _WORDS = {
     "STAR": "'*'",
     "SLASH": "'/'",
     "POW": "'^'",
+    "AMPERSAND": "'&'",
 }
 
 
@@ -370,10 +393,23 @@ _EXAMPLES = {
         "problem p\nspace x in [0 1]\n",
         "problem p\nspace x = [0, 1]\n",
     ],
-    "a boundary needs a selector: 'boundary NAME on x = 0: ...' or 'on boundary'": [
+    "a boundary needs a selector: 'boundary NAME on x = 0: ...', 'on boundary' or the shapes 'on hole1, box'": [
         "problem p\nboundary bc: u = 0\n",
         "problem p\nboundary bc on: u = 0\n",
         "problem p\nboundary bc x = 0: u = 0\n",
+    ],
+    "a shape is written 'shape NAME = PRIMITIVE(...)', e.g. 'shape hole = disk(center = (0, 0), radius = 0.1)'": [
+        "problem p\nshape hole disk(center = (0, 0), radius = 0.1)\n",
+        "problem p\nshape hole = 3\n",
+        "problem p\nshape hole = disk\n",
+        "problem p\nshape = disk(radius = 1)\n",
+    ],
+    "a domain combines shapes with + (union), - (difference), & (intersection), e.g. 'domain plate = box - hole'": [
+        "problem p\ndomain d = box * hole\n",
+        "problem p\ndomain d = box - 2\n",
+        "problem p\ndomain d box - hole\n",
+        "problem p\ndomain d = box -\n",
+        "problem p\ndomain d = disk(radius = 1)\n",
     ],
     "a periodic condition is written 'periodic NAME on COORD: EXPR, ...'": [
         "problem p\nperiodic pbc: u\n",

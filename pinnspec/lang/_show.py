@@ -37,10 +37,15 @@ def _sexpr(node: A.Node) -> str:
         return f"({node.func.name}" + "".join(" " + p for p in parts) + ")"
     if isinstance(node, A.Ident):
         return node.name
+    if isinstance(node, A.ShapeRef):
+        return node.name.name
+    if isinstance(node, A.ShapeOp):
+        return f"({node.op} {_sexpr(node.left)} {_sexpr(node.right)})"
     raise TypeError(type(node))
 
 
-_EXPR_TYPES = (A.Number, A.Name, A.String, A.Neg, A.BinOp, A.TupleExpr, A.Call, A.KeywordArg, A.Ident)
+_EXPR_TYPES = (A.Number, A.Name, A.String, A.Neg, A.BinOp, A.TupleExpr, A.Call, A.KeywordArg, A.Ident,
+               A.ShapeRef, A.ShapeOp)
 
 
 def format_ast(tree: A.SpecFile) -> str:
@@ -108,6 +113,10 @@ def format_ir(problem: ir.Problem) -> str:
     out = [f"problem {problem.name}"]
     coords = ", ".join(f"{c.name} in [{c.lo:g}, {c.hi:g}]" + (" (time)" if c.is_time else "") for c in problem.coordinates)
     out.append(f"  coordinates: {coords}")
+    if problem.domain is not None:
+        out.append(f"  domain {problem.domain.name} = {problem.domain.expression}")
+        for name, text in problem.domain.shapes:
+            out.append(f"    shape {name} = {text}")
     out.append(f"  fields: {', '.join(problem.fields)}")
     if problem.params:
         out.append("  params: " + ", ".join(f"{n} = {v:g}" for n, v in problem.params))

@@ -16,6 +16,12 @@ time t in [0, 1]
 field u
 """
 PDE = "equation pde: u_t + u*u_x - 0.01*u_xx = 0\n"
+PLATE = """problem p
+space x in [-1, 1], y in [-1, 1]
+field u
+equation pde: u_xx + u_yy = 0
+"""
+HOLE = "shape hole = disk(center = (0, 0), radius = 0.5)\n"
 
 CASES = [
     # --- syntax
@@ -70,6 +76,42 @@ CASES = [
      5, 1, "needs a time coordinate"),
     ("periodic on time", HEAD + PDE + "periodic pbc on t: u\n", 6, 17, "periodic conditions are on space"),
     ("condition without field", HEAD + "equation pde: x = 0\n", 5, 15, "involves no field"),
+    # --- geometry
+    ("unknown shape in domain", PLATE + HOLE + "domain dom = box - hol\n", 6, 20, "unknown shape 'hol'; did you mean 'hole'"),
+    ("unknown primitive", PLATE + "shape hole = disc(center = (0, 0), radius = 0.5)\n", 5, 14, "did you mean 'disk'"),
+    ("misspelt shape argument", PLATE + "shape hole = disk(centre = (0, 0), radius = 0.5)\n", 5, 19,
+     "no argument 'centre'; did you mean 'center'"),
+    ("missing shape argument", PLATE + "shape hole = disk(center = (0, 0))\n", 5, 14, "needs the argument radius"),
+    ("positional shape argument", PLATE + "shape hole = disk((0, 0), 0.5)\n", 5, 19, "given by keyword"),
+    ("center of the wrong dimension", PLATE + "shape hole = disk(center = (0, 0, 0), radius = 0.5)\n", 5, 28,
+     "needs 2 numbers, one per space coordinate (x, y), got 3"),
+    ("negative radius", PLATE + "shape hole = disk(center = (0, 0), radius = -0.5)\n", 5, 45, "must be > 0"),
+    ("polygon in 3-D", "problem p\nspace x in [0, 1], y in [0, 1], z in [0, 1]\nfield u\nequation pde: u = 0\n"
+     "shape tri = polygon(vertices = ((0, 0), (1, 0), (0, 1)))\n", 5, 13, "polygon() is 2-D"),
+    ("self-intersecting polygon", PLATE + "shape bow = polygon(vertices = ((0, 0), (1, 1), (1, 0), (0, 1)))\n", 5, 32,
+     "not simple: edge 0 (0, 0) -> (1, 1) and edge 2 (1, 0) -> (0, 1) cross at (0.5, 0.5)"),
+    ("shape outside the box", PLATE + "shape hole = disk(center = (0.8, 0), radius = 0.5)\n", 5, 14,
+     "reaches outside the space box: its x runs over [0.3, 1.3]"),
+    ("empty domain", PLATE + "domain dom = box - box\n", 5, 14, "the domain 'dom' is empty"),
+    ("empty intersection", PLATE + HOLE + "shape far = disk(center = (0.8, 0.8), radius = 0.1)\n"
+     "domain dom = hole & far\n", 7, 14, "an intersection of shapes that do not overlap"),
+    ("unbounded domain", PLATE + "shape cut = halfspace(normal = (1, 0), offset = 0)\ndomain dom = box + cut\n", 6, 14,
+     "unbounded: a halfspace must be intersected"),
+    ("two domains", PLATE + HOLE + "domain dom = box - hole\ndomain other = box\n", 7, 1, "at most one"),
+    ("box as a shape name", PLATE + "shape box = disk(center = (0, 0), radius = 0.5)\n", 5, 7, "built-in shape"),
+    ("boundary on a shape not in the domain", PLATE + HOLE + "shape rim = disk(center = (0.5, 0.5), radius = 0.2)\n"
+     "domain dom = box - hole\nboundary b on rim: u = 0\n", 8, 15, "the shape 'rim' is not part of the domain 'dom'"),
+    ("boundary on a shape inside a hole", PLATE + HOLE + "shape core = disk(center = (0, 0), radius = 0.2)\n"
+     "domain dom = box - hole - core\nboundary b on core: u = 0\n", 8, 15, "lies nowhere on the boundary"),
+    ("box face cut away", PLATE + HOLE + "domain dom = hole\nboundary b on x = -1: u = 0\n", 7, 15,
+     "x = -1 of the space box is not on the boundary of the domain 'dom'"),
+    ("boundary on a shape without domain", PLATE + HOLE + "boundary b on hole: u = 0\n", 6, 15,
+     "declares no 'domain'"),
+    ("boundary on a coordinate", PLATE + "domain dom = box\nboundary b on x: u = 0\n", 6, 15, "written 'x = VALUE'"),
+    ("periodic on a domain", PLATE + "domain dom = box\nperiodic pb on x: u\n", 6, 1, "drop the 'domain'"),
+    ("domain with an operator", PLATE + "domain dom = box * hole\n", 5, 18, "+ (union), - (difference), & (intersection)"),
+    ("shape without equals", PLATE + "shape hole disk(center = (0, 0), radius = 0.5)\n", 5, 12,
+     "shape NAME = PRIMITIVE(...)"),
     # --- arithmetic
     ("division by literal zero", HEAD + "equation pde: u_t = 1/0\n", 5, 23, "division by zero"),
     ("division by folded zero", HEAD + "equation pde: u_t = u/(1-1)\n", 5, 24, "division by zero"),
