@@ -100,10 +100,11 @@ class TorchKernelPrinter(StrPrinter):
 @dataclass(frozen=True)
 class KernelInput:
     """One argument of a kernel: a coordinate column, a field value or
-    derivative (``key = (field index, multi-index)``), a param, or an
-    observed column."""
+    derivative (``key = (field index, multi-index)``), a param, an
+    observed column, or a component of the outward normal on a domain's
+    boundary (``key`` = the space coordinate's index)."""
 
-    kind: str  # "coordinate" | "value" | "param" | "observed"
+    kind: str  # "coordinate" | "value" | "param" | "observed" | "normal"
     key: object
     name: str
 
@@ -230,6 +231,12 @@ def generate_kernel(name: str, residuals: tuple[sympy.Expr, ...], problem: ir.Pr
             var = names.claim(f"{f}__obs", ("observed", f), f"{f}__obs")
             replace[sym] = sympy.Symbol(var)
             inputs.append(KernelInput("observed", f, var))
+    for i, c in enumerate(problem.space):
+        sym = ir.normal(c.name)
+        if sym in free:
+            var = names.claim(f"n_{c.name}", ("normal", i), f"n__{i}")
+            replace[sym] = sympy.Symbol(var)
+            inputs.append(KernelInput("normal", i, var))
     exprs = [r.xreplace(replace) for r in residuals]
     temps, reduced = sympy.cse(exprs, symbols=sympy.numbered_symbols("_t"), optimizations="basic")
     printer_names = {sym: str(sym) for sym in replace.values()}

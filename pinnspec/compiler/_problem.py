@@ -25,6 +25,7 @@ from .. import ir
 from ..forward import forward_values
 from ..registry import REFERENCES, UnknownNameError
 from ..sampling import PointPlan, PointSet, box_points, grid_points, read_columns
+from ..sampling._regions import domain_points, inside_domain
 from ._codegen import Kernel, build_kernels, generate_kernel
 from ._operators import find_operators
 from ._plan import DerivativePlan
@@ -41,6 +42,7 @@ class TorchPointSet:
     partner: torch.Tensor | None = None  # [N, d] periodic partner points
     observed: torch.Tensor | None = None  # [N, n_observed]
     total: int | None = None  # points in the whole set (> N on a shard of a data-parallel run)
+    normals: torch.Tensor | None = None  # [N, d_space] outward normals on parts of a domain's boundary
 
     @property
     def count(self) -> int:
@@ -175,7 +177,7 @@ class CompiledProblem:
         partner = t(s.partner)
         if partner is not None:
             partner.requires_grad_(True)
-        return TorchPointSet(x, s.face_slices, partner, t(s.observed), total)
+        return TorchPointSet(x, s.face_slices, partner, t(s.observed), total, t(s.normals))
 
     # ================================================================== params
     def init_params(self, *, device="cpu", dtype=torch.float32) -> dict[str, torch.nn.Parameter]:
@@ -244,6 +246,11 @@ class CompiledProblem:
                 args.append(x[rows, inp.key])
             elif inp.kind == "param":
                 args.append(params[inp.key])
+            elif inp.kind == "normal":
+                if s.normals is None:
+                    raise ValueError(f"{ck.condition}: its kernel reads the outward normal, and its points carry "
+                                     "none (point sets of a domain's boundary carry them: PointSet.normals)")
+                args.append(s.normals[rows, inp.key])
             else:  # observed
                 args.append(s.observed[rows, ck.observed_fields.index(inp.key)])
         return kernel.fn(*args)
@@ -356,16 +363,19 @@ class CompiledProblem:
         if self._test is None:
             t = self.ir.test
             coords = self.ir.coordinates
+            domain = self.ir.domain
             if t.grid:
                 self._test = grid_points(coords, t.grid)
+                if domain is not None:
+                    self._test = inside_domain(domain, self._test)
             elif t.count:
-                self._test = box_points(coords, t.count, np.random.default_rng(TEST_STREAM))
+                self._test = self._box_or_domain_points(t.count, TEST_STREAM)
             elif isinstance(self.ir.reference, ir.GeneratedReference):
                 self._test = np.asarray(self._generator_instance().grid(), dtype=np.float64)
             elif isinstance(self.ir.reference, ir.FileReference):
                 self._test = self._file_reference()[0]
             else:
-                self._test = box_points(coords, DEFAULT_TEST_POINTS, np.random.default_rng(TEST_STREAM))
+                self._test = self._box_or_domain_points(DEFAULT_TEST_POINTS, TEST_STREAM)
         return self._test
 
     def validation_points(self) -> np.ndarray:
@@ -378,8 +388,14 @@ class CompiledProblem:
                 rng = np.random.default_rng(VALIDATION_STREAM)
                 self._validation = pts[rng.choice(len(pts), size=min(v.count, len(pts)), replace=False)]
             else:
-                self._validation = box_points(self.ir.coordinates, v.count, np.random.default_rng(VALIDATION_STREAM))
+                self._validation = self._box_or_domain_points(v.count, VALIDATION_STREAM)
         return self._validation
+
+    def _box_or_domain_points(self, n: int, stream: int) -> np.ndarray:
+        """``n`` LHS points of a fixed stream in the box, or inside the domain where the spec declares one."""
+        if self.ir.domain is not None:
+            return domain_points(self.ir.domain, self.ir.coordinates, n, np.random.default_rng(stream))
+        return box_points(self.ir.coordinates, n, np.random.default_rng(stream))
 
     # ================================================================== inspection
     def describe_plan(self) -> str:

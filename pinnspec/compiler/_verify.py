@@ -24,6 +24,7 @@ import torch
 
 from .. import ir
 from ..sampling import box_points
+from ..sampling._regions import domain_points
 from ._codegen import build_kernels, generate_kernel
 from ._problem import CompiledProblem
 
@@ -66,7 +67,11 @@ def verify(problem: CompiledProblem, *, seed: int = 0, params: dict[str, float] 
     points = problem.sample(0, seed, dtype=dtype)
     residuals = problem.residuals(problem.exact, points, param_tensors)
     term_kernels = _term_kernels(problem)
-    domain = torch.as_tensor(box_points(problem.ir.coordinates, 1000, np.random.default_rng(seed)), dtype=dtype)
+    if problem.ir.domain is not None:  # the exact solution may be singular off the domain (in a hole)
+        inside = domain_points(problem.ir.domain, problem.ir.coordinates, 1000, np.random.default_rng(seed))
+    else:
+        inside = box_points(problem.ir.coordinates, 1000, np.random.default_rng(seed))
+    domain = torch.as_tensor(inside, dtype=dtype)
     field_scale = _rms(problem.exact(domain).reshape(-1))
     checks = []
     for cond in problem.ir.conditions:

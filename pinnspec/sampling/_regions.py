@@ -15,7 +15,7 @@ import numpy as np
 from .. import ir
 from ..registry import SAMPLERS
 
-__all__ = ["PointSet", "sample_region", "face_counts", "grid_points", "box_points"]
+__all__ = ["PointSet", "sample_region", "face_counts", "grid_points", "box_points", "domain_points", "inside_domain"]
 
 Sampler = Callable[[int, int, np.random.Generator], np.ndarray]
 
@@ -33,12 +33,16 @@ class PointSet:
                  coordinate is equal); None otherwise.
     observed:    for data points, ``[N, n_fields]``: the observed field
                  columns, in the condition's field order; None otherwise.
+    normals:     for parts of a domain's boundary, ``[N, d_space]``: the unit
+                 outward normal at each point (space coordinates in order);
+                 None otherwise.
     """
 
     x: np.ndarray
     face_slices: tuple[slice, ...] | None = None
     partner: np.ndarray | None = None
     observed: np.ndarray | None = None
+    normals: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.x.shape[0])
@@ -123,6 +127,14 @@ def sample_region(region: ir.Region, coordinates: Sequence[ir.Coordinate], n: in
     * PeriodicPairs: the other coordinates sampled; ``x`` has the periodic
       coordinate at ``lo``, ``partner`` the same points at ``hi``.
 
+    * DomainInterior: points inside the domain (:func:`pinnspec.geometry.sample_interior`
+      with the sampler over the domain's bounding box), times the time interval.
+    * DomainBoundary: points uniform by length / area on the selected parts of the
+      domain's boundary, with their outward ``normals``
+      (:func:`pinnspec.geometry.sample_boundary`), times the time interval.
+    * DomainInitialSlice: points inside the domain, time exactly ``region.value``.
+
+    The time column of a domain's points is drawn with the sampler on its own.
     Data points are read, not sampled: see :func:`load_data` / :class:`PointPlan`.
     """
     if int(n) != n or n < 0:
@@ -164,9 +176,51 @@ def sample_region(region: ir.Region, coordinates: Sequence[ir.Coordinate], n: in
         partner[:, fixed] = region.hi
         return PointSet(x, partner=partner)
 
+    if isinstance(region, (ir.DomainInterior, ir.DomainBoundary, ir.DomainInitialSlice)):
+        return _domain_points(region, coordinates, n, sampler, rng)
+
     if isinstance(region, ir.DataPoints):
         raise ValueError(f"{region}: data points are read from the file, not sampled (use load_data or PointPlan)")
     raise TypeError(f"not a region: {region!r}")
+
+
+def _domain_points(region, coordinates: tuple[ir.Coordinate, ...], n: int, sampler: Sampler,
+                   rng: np.random.Generator) -> PointSet:
+    """Points of a region of a domain: space columns from the geometry, then the time column."""
+    from .. import geometry
+
+    shape = region.domain.shape
+    space = [i for i, c in enumerate(coordinates) if not c.is_time]
+    if space != list(range(shape.dim)):
+        raise ValueError(f"{region}: the domain has {shape.dim} space coordinates, and the problem's coordinates "
+                         f"are {', '.join(c.name for c in coordinates)} (space ones first)")
+    normals = None
+    if isinstance(region, ir.DomainBoundary):
+        x_space, normals, _ = geometry.sample_boundary(shape, n, rng, parts=region.parts)
+    else:
+        x_space = geometry.sample_interior(shape, n, rng, sampler=sampler)
+    x = np.zeros((n, len(coordinates)), dtype=np.float64)
+    x[:, :shape.dim] = x_space
+    times = [i for i, c in enumerate(coordinates) if c.is_time]
+    if times:
+        if isinstance(region, ir.DomainInitialSlice):
+            x[:, times[0]] = region.value
+        else:
+            x[:, times[0]] = _fill(coordinates, times, _draw(sampler, n, 1, rng))[:, times[0]]
+    return PointSet(np.ascontiguousarray(x), normals=None if normals is None else np.ascontiguousarray(normals))
+
+
+def domain_points(domain: ir.Domain, coordinates: Sequence[ir.Coordinate], n: int,
+                  rng: np.random.Generator | int | None) -> np.ndarray:
+    """``n`` points inside ``domain`` (LHS over its bounding box, times the time interval): the test and
+    validation sets of a problem with a domain.  ``rng`` may be a Generator or a seed."""
+    return sample_region(ir.DomainInterior(domain), coordinates, n, SAMPLERS.get("lhs")(),
+                         np.random.default_rng(rng)).x
+
+
+def inside_domain(domain: ir.Domain, points: np.ndarray) -> np.ndarray:
+    """The rows of ``points`` ``[N, d]`` (space columns first) strictly inside ``domain``."""
+    return points[domain.shape.inside(points[:, :domain.shape.dim])]
 
 
 # ------------------------------------------------------------------ fixed sets

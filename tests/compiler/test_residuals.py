@@ -45,16 +45,18 @@ def sympy_residual(problem_ir, exprs, model, params):
     fields = model.sympy_fields(symbols)
     replace = {problem_ir.field_function(f): fe for f, fe in zip(problem_ir.fields, fields)}
     observed = [ir.observed(f) for f in problem_ir.fields]
+    normals = [ir.normal(c.name) for c in problem_ir.space]  # a domain's boundary: the outward normal per point
     out = []
     for e in exprs:
         e = e.subs(replace).doit().subs({sympy.Symbol(n, real=True): v for n, v in params.items()})
-        out.append(sympy.lambdify(list(symbols) + observed, e, "numpy"))
+        out.append(sympy.lambdify(list(symbols) + observed + normals, e, "numpy"))
     return out
 
 
-def evaluate_b(fns, x, observed):
-    """fns take (*coordinates, *observed values of every field)."""
+def evaluate_b(fns, x, observed, normals):
+    """fns take (*coordinates, *observed values of every field, *normal components)."""
     args = [x[:, i] for i in range(x.shape[1])] + [observed[:, i] for i in range(observed.shape[1])]
+    args += [normals[:, i] for i in range(normals.shape[1])]
     return np.stack([np.broadcast_to(fn(*args), (len(x),)) for fn in fns], axis=1)
 
 
@@ -80,14 +82,16 @@ def test_autograd_residuals_equal_symbolic_residuals(path):
         s = points.sets[problem.point_plan.set_index(cond.name)]
         x = s.x.detach().numpy()
         obs = observed_columns(p, cond, s, len(x))
+        normals = np.zeros((len(x), len(p.space))) if s.normals is None else s.normals.numpy()
         if cond.face_residuals:
-            expected = np.concatenate([evaluate_b(sympy_residual(p, res, model, params), x[rows], obs[rows])
+            expected = np.concatenate([evaluate_b(sympy_residual(p, res, model, params), x[rows], obs[rows],
+                                                  normals[rows])
                                        for res, rows in zip(cond.face_residuals, s.face_slices)])
         else:
             fns = sympy_residual(p, cond.residuals, model, params)
-            expected = evaluate_b(fns, x, obs)
+            expected = evaluate_b(fns, x, obs, normals)
             if isinstance(cond.region, ir.PeriodicPairs):
-                expected = expected - evaluate_b(fns, s.partner.detach().numpy(), obs)
+                expected = expected - evaluate_b(fns, s.partner.detach().numpy(), obs, normals)
         got = actual[cond.name].detach().numpy()
         assert got.shape == expected.shape
         scale = np.abs(expected).max() + 1e-12

@@ -156,6 +156,14 @@ EXAMPLES = {
             "bc": ("boundary", ["u - x*y*z"]),
         },
     ),
+    "annulus": (  # dn(u) on a domain's boundary: the per-point outward normal n_x, n_y
+        ("x", "y"), ("u",),
+        {
+            "laplace": ("equation", ["u_xx + u_yy"]),
+            "rim": ("boundary", ["u"]),
+            "hole": ("boundary", ["n_x*u_x + n_y*u_y + 1/sqrt(x^2 + y^2)"]),
+        },
+    ),
     "wave1d": (
         ("x", "t"), ("u",),
         {
@@ -242,6 +250,7 @@ def test_example_lowers_to_the_expected_problem(name):
     ns = sympy_namespace(coords, fields)
     ns.update({p: sympy.Symbol(p, real=True) for p, _ in problem.params})
     ns.update({f"{f}_obs": ir.observed(f) for f in fields})
+    ns.update({f"n_{c.name}": ir.normal(c.name) for c in problem.space})
     assert {c.name for c in problem.conditions} == set(conditions)
     for cond in problem.conditions:
         kind, expected = conditions[cond.name]

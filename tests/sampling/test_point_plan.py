@@ -159,3 +159,18 @@ def test_every_shipped_spec_and_example_plans_and_samples():
             assert ps.x.shape[1] == len(problem.coordinates), f
             if s.count is not None and plan.sampler_spec.name != "grid":
                 assert len(ps) == s.count, (f, s)
+
+
+def test_domain_spec_sets_are_pure_in_seed_and_epoch():
+    from pinnspec.lang import load
+
+    problem = load(Path(__file__).resolve().parents[1] / "lang" / "data" / "plate_csg.pinn").ir
+    plan = PointPlan(problem)
+    assert [type(s.region).__name__ for s in plan.sets] == ["DomainInterior"] + ["DomainBoundary"] * 5
+    first, again, later = plan.sample(3, 0), plan.sample(3, 0), plan.sample(3, 1)
+    for a, b, c in zip(first, again, later):
+        assert np.array_equal(a.x, b.x) and not np.array_equal(a.x, c.x)
+        if a.normals is not None:
+            assert np.array_equal(a.normals, b.normals)
+            np.testing.assert_allclose(np.linalg.norm(a.normals, axis=1), 1.0, atol=1e-12)
+    assert np.all(problem.domain.shape.inside(first[0].x))

@@ -148,3 +148,77 @@ def test_box_points_are_lhs_in_the_box_and_seeded():
     for i, c in enumerate(coords):
         assert sorted(np.floor((a[:, i] - c.lo) / (c.hi - c.lo) * 500).astype(int)) == list(range(500))
     np.testing.assert_array_equal(box_points(coords, 50, 7), box_points(coords, 50, 7))
+
+
+# ------------------------------------------------------------------ regions of a domain (CSG)
+
+def _plate_domain():
+    """The unit square [-0.5, 0.5]^2 minus two disks of radius 0.1, as the language lowers it."""
+    from pinnspec import geometry
+
+    box = geometry.Box([-0.5, -0.5], [0.5, 0.5], name="box")
+    shape = box - geometry.Ball([0.3, 0.3], 0.1, name="hole1") - geometry.Ball([-0.3, 0.3], 0.1, name="hole2")
+    return ir.Domain("plate", shape, "box - hole1 - hole2")
+
+
+PX = ir.Coordinate("x", -0.5, 0.5)
+PY = ir.Coordinate("y", -0.5, 0.5)
+
+
+@pytest.mark.parametrize("sampler", ["lhs", "uniform", "sobol", "halton"])
+def test_domain_interior_is_uniform_in_the_plate(sampler):
+    domain = _plate_domain()
+    ps = sample_region(ir.DomainInterior(domain), (PX, PY, T), 20000, sampler, np.random.default_rng(1))
+    assert ps.x.shape == (20000, 3) and ps.normals is None
+    space = ps.x[:, :2]
+    assert np.all(domain.shape.sdf(space) < 0)  # strictly inside: off the rims and out of the holes
+    assert np.all((ps.x[:, 2] >= T.lo) & (ps.x[:, 2] <= T.hi))
+    # uniform by area: the fraction in the upper-right quarter is its exact share of the plate's area
+    area = 1 - 2 * np.pi * 0.1 ** 2
+    quarter = (0.25 - np.pi * 0.1 ** 2) / area
+    upper_right = np.mean((space[:, 0] > 0) & (space[:, 1] > 0))
+    assert abs(upper_right - quarter) < 4 * np.sqrt(quarter * (1 - quarter) / 20000)
+
+
+def test_domain_boundary_points_lie_on_the_rims_with_outward_normals():
+    domain = _plate_domain()
+    parts = tuple(p.index for p in domain.shape.boundary_parts() if p.primitive.name.startswith("hole"))
+    ps = sample_region(ir.DomainBoundary(domain, parts, ("hole1", "hole2")), (PX, PY, T), 1001, "lhs",
+                       np.random.default_rng(2))
+    assert ps.x.shape == (1001, 3) and ps.normals.shape == (1001, 2)
+    centers = np.where(ps.x[:, :1] > 0, [[0.3, 0.3]], [[-0.3, 0.3]])  # each point's hole
+    offset = ps.x[:, :2] - centers
+    radius = np.linalg.norm(offset, axis=1)
+    np.testing.assert_allclose(radius, 0.1, atol=1e-12)
+    # the domain's outward normal on a hole's rim points into the hole, towards its center
+    np.testing.assert_allclose(ps.normals, -offset / 0.1, atol=1e-12)
+    # two equal circles: the points split evenly (largest remainder: 501 and 500)
+    assert sorted([int(np.sum(ps.x[:, 0] > 0)), int(np.sum(ps.x[:, 0] < 0))]) == [500, 501]
+    assert np.all((ps.x[:, 2] >= T.lo) & (ps.x[:, 2] <= T.hi))
+
+
+def test_domain_box_face_has_the_axis_normal():
+    domain = _plate_domain()
+    left = tuple(p.index for p in domain.shape.boundary_parts() if p.primitive.name == "box" and p.face == 0)
+    ps = sample_region(ir.DomainBoundary(domain, left, ("x = -0.5",)), (PX, PY), 50, "lhs", np.random.default_rng(3))
+    assert np.all(ps.x[:, 0] == -0.5) and np.all(np.abs(ps.x[:, 1]) <= 0.5)
+    assert np.array_equal(ps.normals, np.tile([-1.0, 0.0], (50, 1)))
+
+
+def test_domain_initial_slice_is_inside_at_the_start_time():
+    domain = _plate_domain()
+    ps = sample_region(ir.DomainInitialSlice(domain, "t", T.lo), (PX, PY, T), 300, "sobol", np.random.default_rng(4))
+    assert np.all(ps.x[:, 2] == T.lo) and np.all(domain.shape.inside(ps.x[:, :2]))
+
+
+def test_domain_points_are_seeded_and_inside():
+    from pinnspec.sampling._regions import domain_points, inside_domain
+
+    domain = _plate_domain()
+    a, b = domain_points(domain, (PX, PY), 500, 7), domain_points(domain, (PX, PY), 500, 7)
+    assert np.array_equal(a, b) and a.shape == (500, 2) and np.all(domain.shape.inside(a))
+    grid = grid_points((PX, PY), (21, 21))
+    kept = inside_domain(domain, grid)
+    # the grid points inside: off the box's edges (21 x 21 has 80 there) and out of the two disks
+    in_holes = sum(np.sum(np.linalg.norm(grid - c, axis=1) <= 0.1) for c in ([0.3, 0.3], [-0.3, 0.3]))
+    assert len(kept) == 19 * 19 - in_holes

@@ -1,0 +1,86 @@
+"""Residual kernels on a domain built from shapes: normals as kernel inputs.
+
+Oracle: the annulus 1/4 < r < 1 with the exact solution u = log(r); on the
+inner rim the domain's outward normal is -x/r, so dn(u) = -1/r there.  The
+exact solution through the training path must give rounding-level residuals;
+a wrong sign, or a constant shift, must give the residual worked out by hand.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import pinnspec
+from pinnspec.compiler._verify import verify
+from pinnspec.lang import loads
+
+ANNULUS = Path(__file__).resolve().parents[2] / "examples" / "annulus" / "annulus.pinn"
+
+
+def _compiled(text=None):
+    text = ANNULUS.read_text() if text is None else text
+    return pinnspec.compile(loads(text, filename=str(ANNULUS)))
+
+
+def test_exact_solution_passes_verify_with_normals():
+    checks = {c.name: c for c in verify(_compiled(), seed=1)}
+    assert set(checks) == {"laplace", "rim", "hole"}
+    for check in checks.values():
+        assert check.passed and check.relative < 1e-12, check
+
+
+def test_a_wrong_sign_of_the_normal_derivative_fails_verify():
+    text = ANNULUS.read_text().replace("dn(u) = -1/sqrt(x^2 + y^2)", "dn(u) = 1/sqrt(x^2 + y^2)")
+    hole = next(c for c in verify(_compiled(text)) if c.name == "hole")
+    # the residual is dn(u*) - 1/r = -2/r = -8 at every point of the rim r = 1/4
+    assert not hole.passed
+    assert hole.rms == pytest.approx(8.0, rel=1e-12) and hole.max_abs == pytest.approx(8.0, rel=1e-12)
+
+
+def test_dirichlet_on_both_rims_passes_verify():
+    text = ANNULUS.read_text().replace("boundary hole on inner: dn(u) = -1/sqrt(x^2 + y^2)",
+                                       "boundary hole on inner: u = log(1/4)")
+    assert all(c.passed for c in verify(_compiled(text)))
+
+
+def test_the_neumann_kernel_reads_the_normal_components():
+    problem = _compiled()
+    (kernel,) = problem.condition_kernels["hole"].kernels
+    assert [(k.kind, k.key, k.name) for k in kernel.inputs if k.kind == "normal"] == [("normal", 0, "n_x"),
+                                                                                      ("normal", 1, "n_y")]
+    (rim,) = problem.condition_kernels["rim"].kernels
+    assert not any(k.kind == "normal" for k in rim.inputs)
+
+
+def test_losses_of_a_shifted_solution_are_the_shift_squared():
+    problem = _compiled()
+    points = problem.sample(0, dtype=torch.float64)
+
+    def shifted(x):
+        return problem.exact(x) + 0.5
+
+    losses = problem.losses(shifted, points).conditions
+    assert float(losses["rim"].detach()) == pytest.approx(0.25, rel=1e-12)  # u - 0 = 0.5 on r = 1
+    assert float(losses["hole"].detach()) < 1e-24 and float(losses["laplace"].detach()) < 1e-20  # a constant has no derivatives
+
+
+def test_points_without_normals_are_refused_with_a_message():
+    problem = _compiled()
+    points = problem.sample(0, dtype=torch.float64)
+    index = problem.condition_kernels["hole"].set_index
+    points.sets[index].normals = None
+    with pytest.raises(ValueError, match="reads the outward normal"):
+        problem.residuals(problem.exact, points)
+
+
+def test_test_and_validation_points_lie_inside_the_domain():
+    problem = _compiled()
+    domain = problem.ir.domain
+    for pts in (problem.test_points(), problem.validation_points()):
+        assert len(pts) > 0 and np.all(domain.shape.inside(pts))
+    radius = np.linalg.norm(problem.test_points(), axis=1)
+    assert radius.min() > 0.25 and radius.max() < 1.0
+    grid = _compiled(ANNULUS.read_text().replace("test 2000", "test grid 41, 41")).test_points()
+    assert np.all(domain.shape.inside(grid)) and 0 < len(grid) < 41 * 41
