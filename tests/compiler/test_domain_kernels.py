@@ -17,6 +17,7 @@ from pinnspec.compiler._verify import verify
 from pinnspec.lang import loads
 
 ANNULUS = Path(__file__).resolve().parents[2] / "examples" / "annulus" / "annulus.pinn"
+LSHAPE = Path(__file__).resolve().parents[2] / "examples" / "lshape" / "lshape.pinn"
 
 
 def _compiled(text=None):
@@ -84,3 +85,15 @@ def test_test_and_validation_points_lie_inside_the_domain():
     assert radius.min() > 0.25 and radius.max() < 1.0
     grid = _compiled(ANNULUS.read_text().replace("test 2000", "test grid 41, 41")).test_points()
     assert np.all(domain.shape.inside(grid)) and 0 < len(grid) < 41 * 41
+
+
+def test_lshape_exact_solution_is_the_corner_singularity_and_passes_verify():
+    problem = pinnspec.compile(LSHAPE)
+    x = problem.test_points()
+    assert np.all(~((x[:, 0] >= 0) & (x[:, 1] <= 0)))  # nothing in the removed quadrant
+    # r^(2/3) sin(2 theta / 3) with theta in [0, 2 pi) by numpy's atan2: the spec writes it without atan2
+    theta = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi)
+    expected = np.hypot(x[:, 0], x[:, 1]) ** (2 / 3) * np.sin(2 * theta / 3)
+    got = problem.exact(torch.as_tensor(x, dtype=torch.float64))[:, 0].numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+    assert all(c.passed for c in verify(problem))

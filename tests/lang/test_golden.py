@@ -164,6 +164,21 @@ EXAMPLES = {
             "hole": ("boundary", ["n_x*u_x + n_y*u_y + 1/sqrt(x^2 + y^2)"]),
         },
     ),
+    "plate_holes": (
+        ("x", "y"), ("u",),
+        {
+            "laplace": ("equation", ["u_xx + u_yy"]),
+            "outer": ("boundary", ["u - 1"]),
+            "rims": ("boundary", ["u"]),
+        },
+    ),
+    "lshape": (
+        ("x", "y"), ("u",),
+        {
+            "laplace": ("equation", ["u_xx + u_yy"]),
+            "edges": ("boundary", ["u - (x^2 + y^2)^(1/3)*cos(2/3*acos((y - x)/sqrt(2*(x^2 + y^2))))"]),
+        },
+    ),
     "wave1d": (
         ("x", "t"), ("u",),
         {
