@@ -279,7 +279,8 @@ class GeometryLowering:
             nonlocal ok
             again = [i for i in indices if i in chosen]
             if again:
-                self.diag.error(span, f"{label} is selected twice (it overlaps an earlier item of this selector)")
+                self.diag.error(span, f"{label} is selected twice: part of it is already selected by "
+                                f"{', '.join(on)}; list each part of the boundary once")
                 ok = False
                 return
             chosen.extend(indices)

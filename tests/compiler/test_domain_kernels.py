@@ -97,3 +97,32 @@ def test_lshape_exact_solution_is_the_corner_singularity_and_passes_verify():
     got = problem.exact(torch.as_tensor(x, dtype=torch.float64))[:, 0].numpy()
     np.testing.assert_allclose(got, expected, atol=1e-12)
     assert all(c.passed for c in verify(problem))
+
+
+def test_neumann_on_a_sphere_in_three_dimensions_passes_verify():
+    # u = 1/r is harmonic in 3-D; on the sphere r = 1/2 the outward normal points into the hole, -x/r,
+    # so dn(u) = -du/dr = 1/r^2 = 4
+    text = ("problem shell\nspace x in [-1, 1], y in [-1, 1], z in [-1, 1]\n"
+            "shape core = ball(center = (0, 0, 0), radius = 0.5)\ndomain shell = box - core\nfield u\n"
+            "equation laplace: lap(u) = 0\nboundary faces on box: u = 1/sqrt(x^2 + y^2 + z^2)\n"
+            "boundary rim on core: dn(u) = 4\nexact u = 1/sqrt(x^2 + y^2 + z^2)\n")
+    problem = pinnspec.compile(loads(text, filename="shell.pinn"))
+    checks = verify(problem)
+    assert all(c.passed for c in checks), checks
+    rim = problem.point_plan.sample(0, 0)[problem.condition_kernels["rim"].set_index]
+    np.testing.assert_allclose(np.linalg.norm(rim.x, axis=1), 0.5, atol=1e-12)
+    wrong = text.replace("dn(u) = 4", "dn(u) = -4")
+    assert not next(c for c in verify(pinnspec.compile(loads(wrong, filename="shell.pinn"))) if c.name == "rim").passed
+
+
+def test_neumann_at_the_ends_of_a_gap_in_one_dimension_passes_verify():
+    # u = x^2 on [0, 2] minus (1/2, 1): the outward normal is +1 at x = 1/2 and -1 at x = 1, so
+    # dn(u) = n u_x is 1 at x = 1/2 and -2 at x = 1, both the value of 4 - 6x there
+    text = ("problem rod\nspace x in [0, 2]\nshape gap = interval(lo = 0.5, hi = 1)\ndomain rod = box - gap\n"
+            "field u\nequation pde: u_xx = 2\nboundary ends on gap: dn(u) = 4 - 6*x\n"
+            "boundary outer on box: u = x^2\nexact u = x^2\n")
+    problem = pinnspec.compile(loads(text, filename="rod.pinn"))
+    assert all(c.passed for c in verify(problem))
+    ends = problem.point_plan.sample(0, 0)[problem.condition_kernels["ends"].set_index]
+    assert set(np.round(ends.x[:, 0], 12)) == {0.5, 1.0}
+    assert np.array_equal(np.sign(ends.normals[:, 0]), np.where(ends.x[:, 0] == 0.5, 1.0, -1.0))

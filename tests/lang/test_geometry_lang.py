@@ -86,6 +86,8 @@ def test_whole_boundary_of_a_domain_is_every_part_with_length():
     region = problem.condition("outer").region
     assert region.parts == tuple(p.index for p in shape.boundary_parts() if measures[p.index] > 0)
     assert region.on == ("boundary",)
+    by_name = loads(text.replace("on boundary:", "on plate:"), "p.pinn").ir.condition("outer").region
+    assert by_name.parts == region.parts and by_name.on == ("plate",)
 
 
 def test_dn_on_a_domain_boundary_is_the_normal_dot_gradient():
