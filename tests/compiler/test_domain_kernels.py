@@ -25,6 +25,18 @@ def _compiled(text=None):
     return pinnspec.compile(loads(text, filename=str(ANNULUS)))
 
 
+def _passes_verify(text: str, condition: str):
+    """Compile ``text``, check that every condition passes verify, and return the point set of ``condition``."""
+    problem = pinnspec.compile(loads(text, filename="spec.pinn"))
+    checks = verify(problem)
+    assert all(c.passed for c in checks), checks
+    return problem.point_plan.sample(0, 0)[problem.condition_kernels[condition].set_index]
+
+
+def _fails_verify(text: str, condition: str) -> bool:
+    return not next(c for c in verify(pinnspec.compile(loads(text, filename="spec.pinn"))) if c.name == condition).passed
+
+
 def test_exact_solution_passes_verify_with_normals():
     checks = {c.name: c for c in verify(_compiled(), seed=1)}
     assert set(checks) == {"laplace", "rim", "hole"}
@@ -106,13 +118,9 @@ def test_neumann_on_a_sphere_in_three_dimensions_passes_verify():
             "shape core = ball(center = (0, 0, 0), radius = 0.5)\ndomain shell = box - core\nfield u\n"
             "equation laplace: lap(u) = 0\nboundary faces on box: u = 1/sqrt(x^2 + y^2 + z^2)\n"
             "boundary rim on core: dn(u) = 4\nexact u = 1/sqrt(x^2 + y^2 + z^2)\n")
-    problem = pinnspec.compile(loads(text, filename="shell.pinn"))
-    checks = verify(problem)
-    assert all(c.passed for c in checks), checks
-    rim = problem.point_plan.sample(0, 0)[problem.condition_kernels["rim"].set_index]
+    rim = _passes_verify(text, "rim")
     np.testing.assert_allclose(np.linalg.norm(rim.x, axis=1), 0.5, atol=1e-12)
-    wrong = text.replace("dn(u) = 4", "dn(u) = -4")
-    assert not next(c for c in verify(pinnspec.compile(loads(wrong, filename="shell.pinn"))) if c.name == "rim").passed
+    assert _fails_verify(text.replace("dn(u) = 4", "dn(u) = -4"), "rim")
 
 
 def test_neumann_at_the_ends_of_a_gap_in_one_dimension_passes_verify():
@@ -121,8 +129,35 @@ def test_neumann_at_the_ends_of_a_gap_in_one_dimension_passes_verify():
     text = ("problem rod\nspace x in [0, 2]\nshape gap = interval(lo = 0.5, hi = 1)\ndomain rod = box - gap\n"
             "field u\nequation pde: u_xx = 2\nboundary ends on gap: dn(u) = 4 - 6*x\n"
             "boundary outer on box: u = x^2\nexact u = x^2\n")
-    problem = pinnspec.compile(loads(text, filename="rod.pinn"))
-    assert all(c.passed for c in verify(problem))
-    ends = problem.point_plan.sample(0, 0)[problem.condition_kernels["ends"].set_index]
+    ends = _passes_verify(text, "ends")
     assert set(np.round(ends.x[:, 0], 12)) == {0.5, 1.0}
     assert np.array_equal(np.sign(ends.normals[:, 0]), np.where(ends.x[:, 0] == 0.5, 1.0, -1.0))
+
+
+def test_neumann_on_a_slanted_cut_passes_verify():
+    # the triangle x, y >= 0, x + y <= 1 as the unit box cut by a half-space: on the cut the outward
+    # normal is (1, 1)/sqrt(2), so for u = x^2 - y^2 dn(u) = (2x - 2y)/sqrt(2) = sqrt(2) (x - y)
+    text = ("problem wedge\nspace x in [0, 1], y in [0, 1]\nshape cut = halfspace(normal = (1, 1), offset = 1)\n"
+            "domain tri = box & cut\nfield u\nequation laplace: lap(u) = 0\n"
+            "boundary legs on x = 0, y = 0: u = x^2 - y^2\nboundary hyp on cut: dn(u) = sqrt(2)*(x - y)\n"
+            "exact u = x^2 - y^2\n")
+    hyp = _passes_verify(text, "hyp")
+    np.testing.assert_allclose(hyp.x.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(hyp.normals, np.full_like(hyp.normals, 2 ** -0.5), atol=1e-12)
+    assert _fails_verify(text.replace("sqrt(2)*(x - y)", "sqrt(2)*(y - x)"), "hyp")
+
+
+def test_heat_on_a_plate_with_a_hole_in_time_passes_verify():
+    # u = exp(-2t) sin(x) sin(y) solves u_t = lap(u); dn on the rim of the hole centred at (1.5, 1.5) with
+    # radius 1/2: the outward normal is -(x - 1.5, y - 1.5)/0.5
+    text = ("problem heatplate\nspace x in [0, 3], y in [0, 3]\ntime t in [0, 1]\n"
+            "shape hole = disk(center = (1.5, 1.5), radius = 0.5)\ndomain plate = box - hole\nfield u\n"
+            "let ustar = exp(-2*t)*sin(x)*sin(y)\n"
+            "equation heat: u_t = lap(u)\ninitial ic: u = sin(x)*sin(y)\nboundary sides on boundary: u = ustar\n"
+            "boundary rim on hole: dn(u) = -2*exp(-2*t)*((x - 1.5)*cos(x)*sin(y) + (y - 1.5)*sin(x)*cos(y))\n"
+            "exact u = ustar\n")
+    ic = _passes_verify(text, "ic")
+    hole = (ic.x[:, 0] - 1.5) ** 2 + (ic.x[:, 1] - 1.5) ** 2
+    assert np.all(ic.x[:, 2] == 0) and np.all(hole > 0.25)
+    heat = _passes_verify(text, "heat")
+    assert heat.x[:, 2].min() < 0.05 and heat.x[:, 2].max() > 0.95  # the time column spans [0, 1]
