@@ -87,6 +87,12 @@ class TorchKernelPrinter(StrPrinter):
             return f"fn_{name}({args})"
         raise ValueError(f"no torch implementation for the function {name}")
 
+    def _print_Min(self, expr):  # Min and Max are not Functions to the printer: without these, "Min(...)"
+        return f"ops.minimum({', '.join(self._print(a) for a in expr.args)})"
+
+    def _print_Max(self, expr):
+        return f"ops.maximum({', '.join(self._print(a) for a in expr.args)})"
+
     def _print_Heaviside(self, expr):
         return f"ops.heaviside({self._print(expr.args[0])})"
 

@@ -15,7 +15,7 @@ from pinnspec.models import mlp
 
 ROOT = Path(__file__).resolve().parents[2]
 EXACT_SPECS = ["kovasznay", "heat_ms", "beltrami", "poisson5d"]
-EXACT_EXAMPLES = ["poisson2d_mixed", "advection_periodic", "oscillator", "helmholtz3d", "wave1d"]
+EXACT_EXAMPLES = ["poisson2d_mixed", "advection_periodic", "oscillator", "helmholtz3d", "wave1d", "annulus", "lshape"]
 
 
 def small_model(problem, dtype=torch.float64, seed=0):
@@ -296,3 +296,15 @@ def test_plugin_function_and_reference_through_entry_points(tmp_path):
                          capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert "fn_cube(u)" in out.stdout
+
+
+def test_min_and_max_compile_to_elementwise_torch():
+    # SymPy's Min and Max are not Functions to its printer: the kernels must call ops.minimum / ops.maximum
+    text = ("problem clamp\nspace x in [-2, 2]\nfield u\nequation pde: u = min(max(x, -1), 1, 0.5 + x^2)\n"
+            "exact u = min(max(x, -1), 1, 0.5 + x^2)\n")
+    problem = pinnspec.compile(pinnspec.lang.loads(text, filename="clamp.pinn"))
+    x = torch.linspace(-2, 2, 41, dtype=torch.float64)[:, None]
+    expected = np.minimum(np.minimum(np.clip(x[:, 0].numpy(), -1, 1), 1), 0.5 + x[:, 0].numpy() ** 2)
+    np.testing.assert_array_equal(problem.exact(x)[:, 0].numpy(), expected)
+    assert "ops.minimum(" in problem.kernel_source and "ops.maximum(" in problem.kernel_source
+    assert all(c.passed for c in verify(problem))

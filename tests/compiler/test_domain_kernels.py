@@ -109,6 +109,9 @@ def test_lshape_exact_solution_is_the_corner_singularity_and_passes_verify():
     got = problem.exact(torch.as_tensor(x, dtype=torch.float64))[:, 0].numpy()
     np.testing.assert_allclose(got, expected, atol=1e-12)
     assert all(c.passed for c in verify(problem))
+    # the box's corner (-1, 1) lies on the bisector, where arccos's argument rounds past 1 in float32
+    corner = torch.tensor([[-1.0, 1.0], [-0.99999994, 1.0], [-1.0, 0.99999994]], dtype=torch.float32)
+    assert torch.isfinite(problem.exact(corner)).all()
 
 
 def test_neumann_on_a_sphere_in_three_dimensions_passes_verify():

@@ -176,7 +176,7 @@ EXAMPLES = {
         ("x", "y"), ("u",),
         {
             "laplace": ("equation", ["u_xx + u_yy"]),
-            "edges": ("boundary", ["u - (x^2 + y^2)^(1/3)*cos(2/3*acos((y - x)/sqrt(2*(x^2 + y^2))))"]),
+            "edges": ("boundary", ["u - (x^2 + y^2)^(1/3)*cos(2/3*acos(Min(Max((y - x)/sqrt(2*(x^2 + y^2)), -1), 1)))"]),
         },
     ),
     "wave1d": (
