@@ -18,11 +18,12 @@ from ..forward import forward_values
 __all__ = ["CompiledLosses", "FusedGradients", "set_sums"]
 
 
-def set_sums(problem: CompiledProblem, index: int, model, x, partner, observed, face_slices, params
+def set_sums(problem: CompiledProblem, index: int, model, x, partner, observed, face_slices, normals, params
              ) -> tuple[torch.Tensor, ...]:
     """The per-condition sums of squared residuals on one point set: the unit ``compile = on`` compiles
-    (forward derivative propagation, residual kernels, squares, sums; its backward compiles with it)."""
-    s = TorchPointSet(x, face_slices, partner, observed)
+    (forward derivative propagation, residual kernels, squares, sums; its backward compiles with it).
+    ``normals`` [N, d_space]: the outward normals on parts of a domain's boundary, else None."""
+    s = TorchPointSet(x, face_slices, partner, observed, normals=normals)
     residuals = problem.set_residuals(index, model, s, params, engine="forward")
     return tuple(r.square().sum() for r in residuals.values())
 
@@ -57,7 +58,7 @@ class CompiledLosses:
             partner = s.partner.detach() if s.partner is not None else None
             with aot_cacheable():
                 out = self.units[index](problem, index, self.model, s.x.detach(), partner, s.observed,
-                                        s.face_slices, params)
+                                        s.face_slices, s.normals, params)
             sums.update(zip((ck.condition for ck in cks), out))
         return problem.losses_from_sums(sums, problem.counts(points), grouping)
 
@@ -95,8 +96,8 @@ class _ModelUnit(torch.nn.Module):
         self.names = [name for name, _ in model.named_parameters()]
         self.shapes = [tuple(t.shape) for t in model.parameters()]
 
-    def forward(self, problem, index, x, partner, observed, face_slices, params):
-        return set_sums(problem, index, self.model, x, partner, observed, face_slices, params)
+    def forward(self, problem, index, x, partner, observed, face_slices, normals, params):
+        return set_sums(problem, index, self.model, x, partner, observed, face_slices, normals, params)
 
 
 class FusedGradients:
@@ -127,8 +128,8 @@ class FusedGradients:
         """The per-set arguments (points detached: nothing differentiates with respect to them) and the
         divisors of the means."""
         sets = (points.sets[index] for index in self.problem.by_set)
-        inputs = [(s.x.detach(), None if s.partner is None else s.partner.detach(), s.observed, s.face_slices)
-                  for s in sets]
+        inputs = [(s.x.detach(), None if s.partner is None else s.partner.detach(), s.observed, s.face_slices,
+                   s.normals) for s in sets]
         return inputs, self.problem.counts(points)
 
     def losses(self, tasks: torch.Tensor, conditions: torch.Tensor) -> Losses:
@@ -147,12 +148,12 @@ class FusedGradients:
         """(the tasks' sum, (tasks [m], conditions [C])), set s evaluated with row s of ``copies``."""
         problem, names = self.problem, self.unit.names
         sums = []
-        for index, row, (x, partner, observed, face_slices) in zip(problem.by_set, copies, inputs):
+        for index, row, (x, partner, observed, face_slices, normals) in zip(problem.by_set, copies, inputs):
             pieces = [piece.view(shape) for piece, shape in zip(row.split(self.sizes), self.shapes)]
             weights = {"model." + name: piece for name, piece in zip(names, pieces)}
             params = dict(zip(self.param_names, pieces[len(names):]))
             sums.extend(torch.func.functional_call(self.unit, weights, (problem, index, x, partner, observed,
-                                                                        face_slices, params)))
+                                                                        face_slices, normals, params)))
         losses = problem.losses_from_sums(
             dict(zip((ck.condition for cks in problem.by_set.values() for ck in cks), sums)), counts,
             self.grouping)

@@ -16,7 +16,8 @@ __all__ = ["shard", "all_reduce"]
 
 
 def shard(s: PointSet, rank: int, world: int) -> tuple[PointSet, int]:
-    """This rank's rows of a point set (per face for a union of faces), and the set's size."""
+    """This rank's rows of a point set (per face for a union of faces; the normals with their points), and
+    the set's size."""
     def rows(n: int) -> np.ndarray:
         return np.array_split(np.arange(n), world)[rank]
 
@@ -33,7 +34,7 @@ def shard(s: PointSet, rank: int, world: int) -> tuple[PointSet, int]:
         index = np.concatenate(parts)
         faces = tuple(faces)
     pick = (lambda a: None if a is None else a[index])  # noqa: E731
-    return PointSet(s.x[index], faces, pick(s.partner), pick(s.observed)), len(s.x)
+    return PointSet(s.x[index], faces, pick(s.partner), pick(s.observed), normals=pick(s.normals)), len(s.x)
 
 
 def all_reduce(*tensors: torch.Tensor | None) -> None:

@@ -618,7 +618,7 @@ class Lowering:
 
     def _default_grouping(self, training: ir.Training) -> str:
         chosen = training.options.get("grouping")
-        if chosen:
+        if chosen and chosen != DEFAULT_GROUPING:
             return chosen
         if DEFAULT_GROUPING in self.groupings:
             return DEFAULT_GROUPING

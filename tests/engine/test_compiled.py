@@ -54,11 +54,13 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
 
 
 @pytest.mark.parametrize("path, grouping", [(ROOT / "specs" / "burgers.pinn", "two"),
-                                            (ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn", "three")])
+                                            (ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn", "three"),
+                                            (ROOT / "examples" / "annulus" / "annulus.pinn", "default")])
 def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path, grouping):
     """`FusedGradients` run eagerly (torch.func.grad over per-set copies of theta): the losses and G of
     m separate backward passes.  Burgers ``two`` pools two sets into one task (a row of G is the sum of
-    two sets' rows); inverse_heat has a trainable param and observed data."""
+    two sets' rows); inverse_heat has a trainable param and observed data; the annulus a Neumann condition
+    on a curved rim (the points' outward normals are an input)."""
     trainer = Trainer(_spec(path, grouping=grouping, model="mlp(width = 8, depth = 2)"))
     points = trainer._points_for(0)
     fused = FusedGradients(trainer.problem, trainer.model, trainer.params, grouping,

@@ -109,3 +109,19 @@ def test_a_chain_that_compiles_traces_into_one_graph(name):
     out = compiled(G, theta, *state)
     eager = chain.update(G, theta, state)
     torch.testing.assert_close(out.p, eager.p, rtol=1e-12, atol=1e-14)
+
+
+def test_data_parallel_shards_keep_each_points_normal():
+    """The ranks' shards of a domain-boundary set, put back together, are the whole set, normals included
+    (a Neumann condition on a curved rim reads them)."""
+    import numpy as np
+
+    from pinnspec.engine._parallel import shard
+
+    problem = pinnspec.compile(ROOT / "examples" / "annulus" / "annulus.pinn")
+    sets = problem.point_plan.sample(0, 0)
+    rim = next(s for s in sets if s.normals is not None)
+    parts = [shard(rim, rank, 3) for rank in range(3)]
+    assert all(total == len(rim.x) for _, total in parts)
+    assert np.array_equal(np.concatenate([part.x for part, _ in parts]), rim.x)
+    assert np.array_equal(np.concatenate([part.normals for part, _ in parts]), rim.normals)

@@ -128,3 +128,9 @@ def test_epochs_are_counted_from_one_everywhere(tmp_path):
     validated = history["epoch"][~np.isnan(history["validation"])]
     assert list(validated) == [10, 20]  # `validate 100 every 10`: after the 10th and the 20th epoch
     assert result.best_epoch in (10, 20)
+
+
+def test_grouping_default_named_explicitly_is_one_task_per_loss():
+    spec = loads(TINY.read_text().replace("grouping = three", "grouping = default"), filename="t.pinn")
+    assert spec.ir.grouping().name == "default"
+    assert spec.ir.grouping().labels == ("N", "B", "I")
