@@ -24,7 +24,7 @@ import torch
 from .. import ir
 from ..forward import forward_values
 from ..registry import REFERENCES, UnknownNameError
-from ..sampling import PointPlan, PointSet, box_points, grid_points, read_columns
+from ..sampling import PointPlan, PointSet, box_points, grid_points, load_reference
 from ..sampling._regions import domain_points, inside_domain
 from ._codegen import Kernel, build_kernels, generate_kernel
 from ._operators import find_operators
@@ -152,6 +152,7 @@ class CompiledProblem:
         for ck in self.condition_kernels.values():
             self.by_set.setdefault(ck.set_index, []).append(ck)
         self._generator = None
+        self._file_rows = None  # a reference file's (points, values), read once
         self._test = None
         self._validation = None
 
@@ -348,15 +349,12 @@ class CompiledProblem:
         raise ValueError(f"the problem '{self.ir.name}' has no reference solution (add 'exact' or 'reference')")
 
     def _file_reference(self):
-        ref = self.ir.reference
-        path = self.point_plan.data_path(ir.DataPoints(ref.path, self.fields))
-        columns = read_columns(path)
-        missing = [c for c in self.coordinates + self.fields if c not in columns]
-        if missing:
-            raise ValueError(f"reference file '{ref.path}' has no column {missing[0]!r}")
-        pts = np.stack([np.ravel(columns[c]) for c in self.coordinates], axis=1).astype(np.float64)
-        vals = np.stack([np.ravel(columns[f]) for f in self.fields], axis=1).astype(np.float64)
-        return pts, vals
+        """(points [N, d], values [N, F]) of a reference file (CSV, NPZ or a COMSOL text export, its columns
+        matched to the coordinates and fields by name, else by order), read once."""
+        if self._file_rows is None:
+            path = self.point_plan.data_path(ir.DataPoints(self.ir.reference.path, self.fields))
+            self._file_rows = load_reference(path, self.ir.coordinates, self.fields)
+        return self._file_rows
 
     def test_points(self) -> np.ndarray:
         """The test points [N, d] (fixed for every seed; see docs/reference.md)."""

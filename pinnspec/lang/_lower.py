@@ -14,6 +14,7 @@ import sympy
 
 from .. import catalog, ir
 from ..registry import did_you_mean, load_plugins
+from ..sampling._data import column_mapping, read_file_columns
 from . import _ast as A
 from ._diagnostics import Collector
 from ._expr import BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, ExprLowering, Scope, uses_call
@@ -737,6 +738,11 @@ class Lowering:
                 full = st.path.value if os.path.isabs(st.path.value) else os.path.join(self.base_dir, st.path.value)
                 if not os.path.isfile(full):
                     self.diag.error(st.path.span, f"the reference file '{st.path.value}' does not exist (looked for {full})")
+                    return None
+                try:  # the header only: the columns must match the coordinates and fields
+                    column_mapping(read_file_columns(full), self.coordinates, self.fields)
+                except ValueError as exc:
+                    self.diag.error(st.path.span, str(exc))
                     return None
                 return ir.FileReference(st.path.value)
             call = self._validated_call("reference", st.call)
