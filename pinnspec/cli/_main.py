@@ -59,6 +59,17 @@ def _load(path):
 
 def _cmd_show(args) -> int:
     spec = _spec_with_overrides(args)
+    if args.out is not None and args.stage != "geometry":
+        raise UserError(f"--out is for --stage geometry (the PNG to write), not --stage {args.stage}")
+    if args.stage == "geometry":
+        from ..plots import plot_geometry
+
+        out = args.out or os.path.splitext(os.path.basename(args.file))[0] + "-geometry.png"
+        try:
+            print(plot_geometry(spec, out))
+        except ValueError as err:
+            raise UserError(f"{out}: error: {err}") from None
+        return EXIT_OK
     if args.stage == "step":
         from ..engine import describe_execution
 
@@ -430,11 +441,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="print a stage of the compiled problem")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--stage", choices=["ast", "ir", "plan", "kernel", "step"], default="ir",
+    p.add_argument("--stage", choices=["ast", "ir", "plan", "kernel", "step", "geometry"], default="ir",
                    help="ast: the syntax tree with source positions; ir: the checked problem (SymPy residuals); "
                         "plan: the point sets and the autograd calls of the derivative plan; "
                         "kernel: the generated residual code; step: how a training step runs (the execution "
-                        "plan: the strategies in order, why, and what a failure falls back to)")
+                        "plan: the strategies in order, why, and what a failure falls back to); "
+                        "geometry: write a PNG of the domain with the sampled points and outward normals "
+                        "(see --out)")
+    p.add_argument("--out", metavar="PNG", default=None,
+                   help="--stage geometry: the PNG to write (default: SPEC_STEM-geometry.png in the current "
+                        "directory)")
     p.add_argument("--set", dest="set_values", action="append", default=[], metavar="KEY=VALUE",
                    help="override a training statement or train setting first, as train --set does "
                         "(e.g. --set compile=on)")

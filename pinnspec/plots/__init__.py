@@ -14,6 +14,11 @@ and, for several runs of one problem (``pinnspec compare``), one PNG where you s
 
     pinnspec.plots.plot_comparison(["runs/main/config-gua", "runs/main/config"], "compare.png")
 
+and the domain of a spec with its sampled points and outward normals (``pinnspec show
+--stage geometry``):
+
+    pinnspec.plots.plot_geometry("examples/annulus/annulus.pinn", "annulus-geometry.png")
+
 Importing this package loads neither matplotlib nor torch; they load on the
 first call.  matplotlib is used through its Agg canvas only (no pyplot, no
 global backend switch).
@@ -21,7 +26,7 @@ global backend switch).
 
 from __future__ import annotations
 
-__all__ = ["plot_run", "plot_comparison"]
+__all__ = ["plot_run", "plot_comparison", "plot_geometry"]
 
 
 def plot_run(run_dir, out_dir=None) -> list[str]:
@@ -45,3 +50,18 @@ def plot_comparison(run_dirs: list[str], out_path: str) -> str:
     from ._comparison import plot_comparison as _plot_comparison
 
     return _plot_comparison(run_dirs, out_path)
+
+
+def plot_geometry(spec, out_path: str, *, seed: int = 0) -> str:
+    """Write one PNG of a spec's domain and its sampled points; returns its absolute path.
+
+    ``spec``: a .pinn path, a loaded spec (``pinnspec.load``) or a compiled problem.  Draws the
+    space box (dashed), the domain's boundary (2-D specs with a ``domain``), the equations'
+    interior points, each other condition's points in its own colour (named in the legend) and
+    the outward normals on at most 60 points per boundary set, for epoch 0 of ``seed``.  Space
+    only: time is dropped, 1-D is drawn one row per point set, 3-D and more as the projection onto
+    the first two space coordinates (the title says which).  Raises ``ValueError`` when
+    ``out_path`` is a directory or cannot be written."""
+    from ._geometry import plot_geometry as _plot_geometry
+
+    return _plot_geometry(spec, out_path, seed=seed)
