@@ -164,3 +164,23 @@ def test_heat_on_a_plate_with_a_hole_in_time_passes_verify():
     assert np.all(ic.x[:, 2] == 0) and np.all(hole > 0.25)
     heat = _passes_verify(text, "heat")
     assert heat.x[:, 2].min() < 0.05 and heat.x[:, 2].max() > 0.95  # the time column spans [0, 1]
+
+
+HEAT_BALL = Path(__file__).resolve().parents[2] / "examples" / "heat_ball5d" / "heat_ball5d.pinn"
+
+
+@pytest.mark.parametrize("planted, condition, residual", [
+    (None, None, None),
+    # u* - (1 + 9 t) = t on the sphere: rms = sqrt(mean(t^2)), about 1/sqrt(3) for t uniform in [0, 1]
+    (("u = 1 + 10*t", "u = 1 + 9*t"), "sphere", 1 / np.sqrt(3)),
+    # u*_t - 0.9 lap(u*) = 10 - 9 = 1 at every interior point
+    (("u_t - lap(u) = 0", "u_t - 0.9*lap(u) = 0"), "heat", 1.0),
+])
+def test_the_5d_ball_passes_verify_and_a_planted_error_is_named(planted, condition, residual):
+    text = HEAT_BALL.read_text()
+    if planted is None:
+        assert all(c.passed and c.relative < 1e-12 for c in verify(pinnspec.compile(loads(text, filename="b.pinn"))))
+        return
+    checks = {c.name: c for c in verify(pinnspec.compile(loads(text.replace(*planted), filename="b.pinn")))}
+    assert [name for name, c in checks.items() if not c.passed] == [condition]
+    assert checks[condition].rms == pytest.approx(residual, rel=0.1)
