@@ -1,4 +1,4 @@
-"""Benchmarks: ``pinnspec bench speed``, ``overhead``, ``gum`` and ``q2``.
+"""Benchmarks: ``pinnspec bench speed``, ``overhead``, the paper's ``gum``, ``q2`` ... ``q6``, and ``pinnacle``.
 
     from pinnspec import bench
     rc = bench.speed.main(["--epochs", "20"])       # exit code: 0 ok, 1 a bad command line
@@ -14,6 +14,8 @@
   conflict rates next to the paper's (``pinnspec.bench._paper``).
 * ``q2``: the paper's Q2 (surgery methods x {base, +GUA}); rel-L2, Imp.% and conflict rates next to
   the paper's.
+* ``pinnacle``: the PINNacle benchmark's cases (``benchmarks/pinnacle/cases``) x methods, scored with
+  PINNacle's metrics next to its published numbers; many runs per GPU with ``--jobs``.
 
 Importing this package loads no torch; ``bench.speed`` / ``bench.overhead`` / ``bench.gum`` /
 ``bench.q2`` load on first use.
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["BENCHMARKS", "main", "speed", "overhead", "gum", "q2", "q3", "q4", "q5", "q6"]
+__all__ = ["BENCHMARKS", "main", "speed", "overhead", "gum", "q2", "q3", "q4", "q5", "q6", "pinnacle"]
 
 #: benchmark name -> one-line description (``pinnspec bench NAME``)
 BENCHMARKS = {
@@ -35,6 +37,7 @@ BENCHMARKS = {
     "q4": "Q4: state-alignment ablation: none, (0,0), soft rho, (1,0), (1,1)",
     "q5": "Q5: training time and peak memory with and without GUA",
     "q6": "Q6: task-cardinality scaling m = 2..40 on a synthetic multi-task model, ConFIG vs ConFIG + GUA",
+    "pinnacle": "PINNacle's cases x methods: L2RE, L1RE, MSE next to PINNacle's published vanilla and best",
 }
 
 

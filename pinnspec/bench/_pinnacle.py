@@ -1,0 +1,340 @@
+"""``pinnspec bench pinnacle``: PINNacle's cases, trained by pinnspec, scored PINNacle's way, next to
+PINNacle's published numbers.
+
+Each case is a ``.pinn`` spec under ``benchmarks/pinnacle/cases/`` written with PINNacle's protocol as its
+defaults (5 x 100 tanh, Glorot normal, Adam 1e-3, 20,000 epochs, Hammersley points drawn once, one loss per
+condition).  Every (case, method) is one :class:`pinnspec.sweep.Sweep` under ``OUT/runs/CASE/METHOD``; all
+unfinished runs share one pool of ``--jobs`` worker processes (on ``--device cuda`` they share the GPU), so
+the same command run again skips finished runs and resumes interrupted ones.
+
+A method is a surgery method with an optional ``+gua``: ``adam`` (PINNacle's vanilla PINN: the losses summed,
+Adam), ``config``, ``config+gua``, ``pcgrad+gua``, ...  The model kept is the one at the last epoch, as
+PINNacle reports it (the runs validate once, at the end).  Metrics over every test point and every output:
+
+    L2RE = ||u - u*||_2 / ||u*||_2      L1RE = ||u - u*||_1 / ||u*||_1      MSE = mean((u - u*)^2)
+
+Writes ``OUT/pinnacle.md``, ``OUT/pinnacle.csv`` (one row per case and method: mean ± std over the seeds,
+PINNacle's vanilla and best L2RE beside them) and ``OUT/plots/CASE.png`` (prediction, reference and error per
+method, seed as the first one given), and prints the aggregate training throughput of the call (epochs per
+second over all runs trained, and the wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ._args import positive
+from ._gum import BenchError, names, run_main, sci, seeds
+
+#: the folder of the case specs, relative to a checkout (or to the working directory)
+CASES_DIR = os.path.join("benchmarks", "pinnacle", "cases")
+DEFAULT_METHODS = ("adam", "config", "config+gua")
+DEFAULT_EPOCHS = 20000
+VANILLA = "adam"  # the method name of PINNacle's vanilla PINN: no surgery, the optimizer alone
+
+
+@dataclass(frozen=True)
+class Case:
+    """One PINNacle case: its spec (``CASES_DIR/NAME.pinn``), PINNacle's name, and the published mean L2RE."""
+
+    name: str
+    label: str
+    vanilla: float  # PINNacle, Table 3: vanilla PINN
+    best: float  # PINNacle, Table 3: the smallest mean L2RE of any method
+    best_method: str
+
+
+# PINNacle (Hao et al., arXiv:2306.08827v2, NeurIPS 2024 D&B), Table 3 ("mean L2RE" of every method, 20,000
+# iterations): the vanilla-PINN column and the row's smallest entry.  Read from the LaTeX source of v2 and
+# checked against two independent copies of the rows.  PInv and HInv: Table 3 and the appendix table of the
+# same paper disagree for vPINN (PInv 1.96e-2 vs 2.45e-2; HInv 1.19e-2 vs 4.56e-1); Table 3 is used.
+# pinvpinnacle is the problem PINNacle's code trains for PInv (its source term), so it carries PInv's numbers.
+CASES = {c.name: c for c in (
+    Case("burgers1d", "Burgers1d-C", 1.45e-2, 1.33e-2, "LBFGS"),
+    Case("poisson2dc", "Poisson2d-C", 6.94e-1, 1.23e-2, "NTK"),
+    Case("ns2dc", "NS2d-C", 4.70e-2, 3.60e-2, "LAAF"),
+    Case("heat2dms", "Heat2d-MS", 6.21e-2, 1.73e-2, "LBFGS"),
+    Case("wave1dc", "Wave1d-C", 5.88e-1, 9.79e-2, "NTK"),
+    Case("pnd", "PNd", 3.04e-3, 4.58e-4, "LRA"),
+    Case("pinv", "PInv", 9.42e-2, 1.96e-2, "vPINN"),
+    Case("pinvpinnacle", "PInv (PINNacle's f)", 9.42e-2, 1.96e-2, "vPINN"),
+    Case("hinv", "HInv", 1.57, 1.19e-2, "vPINN"),
+)}
+COLUMNS = ["case", "pinnacle_name", "method", "runs", "completed", "l2re_mean", "l2re_std", "l1re_mean", "l1re_std",
+           "mse_mean", "mse_std", "train_s_mean", "epochs_per_s_mean", "pinnacle_vanilla", "pinnacle_best",
+           "pinnacle_best_method"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ._gum import _Parser
+
+    p = _Parser(prog="pinnspec bench pinnacle",
+                description="PINNacle's cases trained by pinnspec; L2RE, L1RE and MSE next to PINNacle's "
+                            "published vanilla-PINN and best L2RE.")
+    p.add_argument("--cases", default="all", metavar="LIST",
+                   help=f"'all' or comma-separated case names: {', '.join(CASES)}")
+    p.add_argument("--methods", default=",".join(DEFAULT_METHODS), metavar="LIST",
+                   help="comma-separated methods: adam (vanilla: the losses summed), a surgery method, or either "
+                        f"with +gua (default {','.join(DEFAULT_METHODS)})")
+    p.add_argument("--seeds", default="0", metavar="LIST", help="seeds: 0,1,2 or 0-4 (default 0)")
+    p.add_argument("--epochs", type=positive, default=DEFAULT_EPOCHS, metavar="N",
+                   help=f"training epochs per run (default {DEFAULT_EPOCHS}, PINNacle's)")
+    p.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu", help="default cpu")
+    p.add_argument("--jobs", type=positive, default=None, metavar="K",
+                   help="runs at a time, each in its own worker process; with --device cuda they share the GPU "
+                        "(default: half the cores)")
+    p.add_argument("--threads", type=positive, default=None, metavar="N",
+                   help="torch CPU threads per run (default: the cores divided by --jobs)")
+    p.add_argument("--compile", choices=["off", "on", "graphs"], default=None,
+                   help="the runs' compile setting (default: the specs' own, off); on a GPU 'on' is fastest")
+    p.add_argument("--cases-dir", metavar="DIR", default=None,
+                   help=f"the folder of the case specs (default {CASES_DIR} in the working directory or the "
+                        f"checkout)")
+    p.add_argument("--out", metavar="DIR", default=os.path.join("runs", "bench-pinnacle"),
+                   help="output folder (default runs/bench-pinnacle)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main(build_parser(), _run, argv)
+
+
+# ====================================================================== what to run
+def method_settings(method: str) -> dict[str, str]:
+    """``adam`` -> surgery none; ``config+gua`` -> surgery config, align gua; ``pcgrad`` -> surgery pcgrad."""
+    surgery, plus, align = method.rpartition("+") if method.endswith("+gua") else (method, "", "")
+    surgery = surgery.strip()
+    if not surgery:
+        raise BenchError(f"--methods: '{method}' names no surgery method (write e.g. config+gua)")
+    return {"surgery": "none" if surgery == VANILLA else surgery, "align": "gua" if plus else "none"}
+
+
+def case_names(text: str) -> list[str]:
+    chosen = [n for n in CASES if n != "pinvpinnacle"] if text.strip() == "all" else names(text, "--cases")
+    for name in chosen:
+        if name not in CASES:
+            from ..registry import did_you_mean
+
+            hint = did_you_mean(name, list(CASES))
+            raise BenchError(f"--cases: unknown case '{name}'" + (f"; did you mean '{hint}'?" if hint else
+                                                                   f" (known: {', '.join(CASES)})"))
+    return chosen
+
+
+def cases_dir(given: str | None) -> str:
+    if given is not None:
+        if not os.path.isdir(given):
+            raise BenchError(f"--cases-dir {given}: no such folder")
+        return given
+    for root in (Path.cwd(), Path(__file__).resolve().parents[2]):
+        if (root / CASES_DIR).is_dir():
+            return str(root / CASES_DIR)
+    raise BenchError(f"cannot find {CASES_DIR} (in the working directory or the checkout); pass --cases-dir DIR")
+
+
+# ====================================================================== metrics
+def metrics(prediction: np.ndarray, reference: np.ndarray) -> dict[str, float]:
+    """L2RE, L1RE and MSE over every point and output.  ``prediction``, ``reference``: [n, k]."""
+    error = prediction.astype(np.float64) - reference.astype(np.float64)  # [n, k]
+    ref = reference.astype(np.float64)
+    return {"l2re": float(np.linalg.norm(error) / np.linalg.norm(ref)),
+            "l1re": float(np.abs(error).sum() / np.abs(ref).sum()),
+            "mse": float(np.mean(error ** 2))}
+
+
+def run_metrics(run_dir: str) -> dict | None:
+    """The metrics of a finished run from its predictions.npz (the model at the last epoch), its training time
+    and throughput from result.json; None when the run has not completed."""
+    from .._files import read_json
+
+    try:
+        result = read_json(os.path.join(run_dir, "result.json"))
+    except (OSError, ValueError):
+        return None
+    if result.get("status") != "completed":
+        return None
+    data = _load_npz(os.path.join(run_dir, "predictions.npz"))
+    if result.get("best_epoch") != result.get("epochs"):
+        raise BenchError(f"{run_dir}: the kept model is from epoch {result.get('best_epoch')}, not the last one "
+                         f"({result.get('epochs')}); PINNacle scores the last")
+    found = metrics(data["prediction"], data["reference"])
+    train_s = float(result["train_time_s"])
+    found.update(train_s=train_s, epochs_per_s=result["epochs_done"] / train_s if train_s > 0 else None)
+    return found
+
+
+def _load_npz(path: str) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:  # a run directory's file executes no code
+        return {k: data[k] for k in data.files}
+
+
+def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    if not values:
+        return None, None
+    return float(np.mean(values)), (float(np.std(values, ddof=1)) if len(values) > 1 else None)
+
+
+# ====================================================================== the run
+def _run(args) -> int:
+    from ..sweep import Sweep, run_sweeps
+
+    chosen = case_names(args.cases)
+    methods = names(args.methods, "--methods")
+    settings = {m: method_settings(m) for m in methods}
+    seed_list = seeds(args.seeds)
+    folder = cases_dir(args.cases_dir)
+    fixed = {"epochs": str(args.epochs), "device": args.device, "validate": f"test every {args.epochs}"}
+    if args.compile:
+        fixed["compile"] = args.compile
+    cells = [(case, method) for case in chosen for method in methods]
+    sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed={**fixed, **settings[method]},
+                    out=os.path.join(args.out, "runs", case, _slug(method))) for case, method in cells]
+    started = time.perf_counter()
+    reports = run_sweeps(sweeps, jobs=args.jobs, threads=args.threads)
+    wall = time.perf_counter() - started
+    trained = sum(_epochs_trained(o) for r in reports for o in r.outcomes.values())
+
+    rows, per_run = [], {}
+    for (case, method), report in zip(cells, reports):
+        found = {run.seed: run_metrics(run.run_dir) for run in report.runs}
+        per_run[(case, method)] = {run.seed: (run.run_dir, found[run.seed]) for run in report.runs}
+        done = [m for m in found.values() if m is not None]
+        entry = {"case": case, "pinnacle_name": CASES[case].label, "method": method, "runs": len(report.runs),
+                 "completed": len(done), "pinnacle_vanilla": CASES[case].vanilla, "pinnacle_best": CASES[case].best,
+                 "pinnacle_best_method": CASES[case].best_method}
+        for key in ("l2re", "l1re", "mse"):
+            entry[f"{key}_mean"], entry[f"{key}_std"] = _mean_std([m[key] for m in done])
+        entry["train_s_mean"] = _mean_std([m["train_s"] for m in done])[0]
+        entry["epochs_per_s_mean"] = _mean_std([m["epochs_per_s"] for m in done])[0]
+        rows.append(entry)
+
+    throughput = {"wall_s": wall, "epochs": trained, "epochs_per_s": trained / wall if wall > 0 else None,
+                  "runs": sum(len(r.outcomes) for r in reports)}
+    text = markdown(rows, args, seed_list, throughput)
+    paths = write(args.out, text, rows)
+    plots = [plot_case(case, methods, per_run, os.path.join(args.out, "plots", f"{case}.png")) for case in chosen]
+    print(text)
+    print(f"wrote {paths['markdown']}, {paths['csv']} and {sum(p is not None for p in plots)} plot(s) in "
+          f"{os.path.join(args.out, 'plots')}")
+    return max((r.exit_code for r in reports), default=0)
+
+
+def _slug(method: str) -> str:
+    from ..sweep._plan import _slug as slug
+
+    return slug(method)
+
+
+def _epochs_trained(outcome: dict) -> int:
+    """Epochs a run trained in this call (a resumed run counts from where it resumed)."""
+    result = outcome.get("result")
+    if not result:
+        return 0
+    return int(result["epochs_done"]) - int(outcome.get("resumed_from") or 0)
+
+
+# ====================================================================== outputs
+def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict) -> str:
+    rate = throughput["epochs_per_s"]
+    lines = ["# pinnspec bench pinnacle", "",
+             f"{args.epochs} epochs per run, seeds {','.join(map(str, seed_list))}, device {args.device}, "
+             f"jobs {args.jobs or 'default'}, compile {args.compile or 'as the specs say'}.  L2RE / L1RE / MSE "
+             f"over every test point and output of the model "
+             f"at the last epoch, mean ± sample std over the completed seeds.  PINNacle: Table 3 of Hao et al. "
+             f"(arXiv:2306.08827), mean L2RE after 20,000 iterations; best = the smallest of its methods.", "",
+             f"This call trained {throughput['runs']} run(s), {throughput['epochs']} epochs in "
+             f"{throughput['wall_s']:.1f} s wall: {rate:.1f} epochs/s in aggregate." if rate else
+             "This call trained no runs (all were finished).", "",
+             "| case | method | runs | L2RE | L1RE | MSE | epochs/s (one run) | PINNacle vanilla | PINNacle best |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        speed = "-" if r["epochs_per_s_mean"] is None else f"{r['epochs_per_s_mean']:.1f}"
+        lines.append(f"| {r['pinnacle_name']} | {r['method']} | {r['completed']}/{r['runs']} | "
+                     f"{sci(r['l2re_mean'], r['l2re_std'])} | {sci(r['l1re_mean'], r['l1re_std'])} | "
+                     f"{sci(r['mse_mean'], r['mse_std'])} | {speed} | {r['pinnacle_vanilla']:.2e} | "
+                     f"{r['pinnacle_best']:.2e} ({r['pinnacle_best_method']}) |")
+    return "\n".join(lines) + "\n"
+
+
+def write(out: str, text: str, rows: list[dict]) -> dict:
+    from .._files import atomic_write_text, write_csv
+
+    paths = {"markdown": os.path.join(out, "pinnacle.md"), "csv": os.path.join(out, "pinnacle.csv")}
+    os.makedirs(out, exist_ok=True)
+    atomic_write_text(paths["markdown"], text)
+    write_csv(paths["csv"], COLUMNS, rows)
+    return paths
+
+
+def plot_case(case: str, methods: list[str], per_run: dict, path: str) -> str | None:
+    """Prediction, reference and |error| of each method's first completed seed, one row per (method, output),
+    over the first two coordinates; the test points of a slice where the others take their last value on a
+    grid (the final time), else all of them projected.  None when no run of the case has completed."""
+    from ..plots._style import new_figure, save
+
+    shown = []
+    for method in methods:
+        for run_dir, found in per_run[(case, method)].values():
+            if found is not None:
+                shown.append((method, _load_npz(os.path.join(run_dir, "predictions.npz"))))
+                break
+    if not shown:
+        return None
+    fields = [str(f) for f in shown[0][1]["fields"]]
+    coordinates = [str(c) for c in shown[0][1]["coordinates"]]
+    n_rows = len(shown) * len(fields)
+    fig = new_figure(12.0, 3.0 * n_rows)
+    axes = fig.subplots(n_rows, 3, squeeze=False)
+    for k, (method, data) in enumerate(shown):
+        points, keep = _slice(data["points"])  # [n, d], [n]
+        for j, field in enumerate(fields):
+            row = axes[k * len(fields) + j]
+            pred, ref = data["prediction"][keep, j], data["reference"][keep, j]  # [n'], [n']
+            lo, hi = float(min(pred.min(), ref.min())), float(max(pred.max(), ref.max()))
+            for ax, values, title, scale in ((row[0], pred, f"{method}: {field} predicted", (lo, hi)),
+                                             (row[1], ref, f"{field} reference", (lo, hi)),
+                                             (row[2], np.abs(pred - ref), f"|error| (L2RE of the run "
+                                              f"{metrics(data['prediction'], data['reference'])['l2re']:.2e})",
+                                              None)):
+                x = points[keep, 0]
+                y = points[keep, 1] if points.shape[1] > 1 else np.zeros_like(x)
+                art = ax.scatter(x, y, c=values, s=4, cmap="viridis" if scale else "magma",
+                                 vmin=scale[0] if scale else None, vmax=scale[1] if scale else None)
+                fig.colorbar(art, ax=ax)
+                ax.set_title(title, fontsize=8)
+                ax.set_xlabel(coordinates[0])
+                if points.shape[1] > 1:
+                    ax.set_ylabel(coordinates[1])
+    fig.suptitle(f"{CASES[case].label}: {_slice_text(shown[0][1]['points'], coordinates)}", fontsize=9)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    save(fig, path)
+    return path
+
+
+def _slice(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows shown: where every coordinate after the second takes its largest value, when that leaves at
+    least 100 points (a grid), else every row."""
+    keep = np.ones(len(points), dtype=bool)
+    for c in range(2, points.shape[1]):
+        keep &= np.isclose(points[:, c], points[:, c].max())
+    return points, (keep if keep.sum() >= 100 else np.ones(len(points), dtype=bool))
+
+
+def _slice_text(points: np.ndarray, coordinates: list[str]) -> str:
+    _, keep = _slice(points)
+    if points.shape[1] <= 2 or keep.all():
+        return "every test point" + (" (projected onto the first two coordinates)" if points.shape[1] > 2 else "")
+    return ", ".join(f"{c} = {points[keep, i][0]:.3g}" for i, c in enumerate(coordinates) if i >= 2)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
