@@ -20,6 +20,15 @@ out of the timed epochs.  The headline ratio is the median over rounds of
 pinnspec's time / the hand-written time *of the same round*: the two epochs
 of a round are adjacent in time, so slow phases of a shared machine hit both.
 
+Sampling of a domain that is not a box: the points of a 4-hole plate (the
+domain of examples/plate_holes: the square [-0.5, 0.5]^2 less four disks of
+radius 0.1 at (+-0.3, +-0.3)), ``--plate-points`` interior points (default
+10,000) and 1024 + 1024 on the square and the rims, drawn as a training epoch
+draws them (``Problem.sample``: the spec's sampler, rejection into the domain,
+boundary points with their normals, the copy to tensors on the device), fresh
+points each time, ``--epochs`` times after the timed rounds; its median is
+printed against the median pinnspec epoch of the same run, as a fraction.
+
 Memory: each contender runs again in a fresh subprocess (one after the other,
 never at the same time): after its setup the kernel's RSS high-water mark is
 reset (``/proc/self/clear_refs``), ``--memory-epochs`` epochs run, and the
@@ -55,6 +64,8 @@ TARGET_RATIO = 1.05  # eager pinnspec (m gradients, surgery, GUA, diagnostics) a
 TARGET_COMPILED = 0.60  # the same with the forward engine and torch.compile (CPU)
 TARGET_GPU_MS = 3.0  # a Burgers epoch on a GPU, where small-MLP epochs are launch-bound
 N_B, N_I = 250, 250
+PLATE = os.path.join("examples", "plate_holes", "plate_holes.pinn")  # the 4-hole plate
+PLATE_BOUNDARY = {"outer": 1024, "rims": 1024}  # its boundary points, as the example draws them
 
 
 def build_parser() -> Parser:
@@ -74,6 +85,9 @@ def build_parser() -> Parser:
                    help="torch.compile pinnspec's step: losses, G and the update chain (train compile = ...; "
                         "needs the forward engine; "
                         "graphs: also CUDA graphs on CUDA; default off). The compile time is reported, not timed")
+    p.add_argument("--plate-points", type=int, default=10_000, metavar="N",
+                   help="interior points of the 4-hole plate whose sampling is timed against the epoch "
+                        "(default 10000, with 1024 + 1024 boundary points; 0 skips it)")
     p.add_argument("--memory-epochs", type=int, default=3, metavar="N",
                    help="epochs per memory subprocess (default 3; 0 skips the memory measurement)")
     p.add_argument("--profile", type=int, default=10, metavar="N",
@@ -133,6 +147,8 @@ def same_problem(trainer, hand: HandWrittenBurgers) -> tuple[bool, float, float]
 def run(args) -> int:
     if args.points < 1:
         raise BenchError(f"--points must be >= 1, got {args.points}")
+    if args.plate_points < 0:
+        raise BenchError(f"--plate-points must be >= 0 (0 skips the plate's sampling), got {args.plate_points}")
     device, allocator = setup(args)
     env = environment(device, allocator)
     spec_path = find_spec(args.spec)
@@ -193,6 +209,11 @@ def run(args) -> int:
     aligned = [r["projected"] for r in rounds if r["projected"] is not None]
     if aligned:
         setting["gua_projected"] = f"{sum(aligned)}/{len(aligned)} timed epochs"
+
+    plate_note = None
+    if args.plate_points:
+        plate_note = _plate_sampling_line(args, device, trainer.dtype, stats, setting)
+        print(f"  {plate_note}", flush=True)
 
     stages = None
     if args.profile and trainer.plan.mode:
@@ -255,11 +276,55 @@ def run(args) -> int:
             print(f"\ntorch.profiler, {who}, {args.torch_profile} epochs (self time):\n{text}")
         print(products_bound(profiles["pinnspec"], profiles["hand-written"], 1e3 * stats["hand"]["median"]))
     if args.out:
-        _write(args.out, env, tables, "\n\n".join(filter(None, [verdict, compiler_note])), stats, rounds, memory,
-               stages, setting)
+        _write(args.out, env, tables, "\n\n".join(filter(None, [verdict, plate_note, compiler_note])), stats, rounds,
+               memory, stages, setting)
         print(f"written to {args.out}/speed.md, speed.csv, speed_epochs.csv"
               + (", speed_stages.csv" if stages else ""))
     return EXIT_OK
+
+
+def find_plate() -> str | None:
+    """examples/plate_holes/plate_holes.pinn under the working directory or the checkout; None if neither."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for candidate in (os.path.join(os.getcwd(), PLATE), os.path.join(root, PLATE)):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def time_plate_sampling(path: str, interior: int, *, draws: int, device: torch.device, dtype: torch.dtype,
+                        seed: int = 0) -> list[float]:
+    """Seconds per draw of the plate's points for an epoch (``Problem.sample``, fresh points each draw:
+    the epochs 1, 2, ...; epoch 0 first, untimed, for numpy's and scipy's first-call costs)."""
+    from ..compiler import compile_spec
+
+    spec = load_spec(path, points={"laplace": interior, **PLATE_BOUNDARY})
+    problem = compile_spec(spec)
+    problem.sample(0, seed, device=device, dtype=dtype)
+    seconds = []
+    with quiet_gc():
+        for epoch in range(1, draws + 1):
+            start = clock(device)
+            problem.sample(epoch, seed, device=device, dtype=dtype)
+            seconds.append(clock(device) - start)
+    return seconds
+
+
+def _plate_sampling_line(args, device: torch.device, dtype: torch.dtype, stats: dict, setting: dict) -> str:
+    """Time the plate's sampling (into ``setting``); the line that reports it against the epoch."""
+    path = find_plate()
+    if path is None:
+        return f"sampling of the 4-hole plate: skipped (no {PLATE} in the working directory or the checkout)"
+    draws = max(args.epochs, 3)
+    seconds = median(time_plate_sampling(path, args.plate_points, draws=draws, device=device, dtype=dtype,
+                                         seed=args.seed))
+    epoch = stats["pinnspec"]["median"]
+    boundary = sum(PLATE_BOUNDARY.values())
+    setting["plate_sampling_s"] = seconds
+    setting["plate_sampling_of_epoch"] = seconds / epoch
+    return (f"sampling, 4-hole plate ({PLATE}): {args.plate_points} interior + {boundary} boundary points in "
+            f"{ms(seconds)} ms (median of {draws} draws) = {seconds / epoch:.3f} of one pinnspec epoch "
+            f"({ms(epoch)} ms, the median above)")
 
 
 def products_bound(pinnspec: tuple[str, float, float], hand: tuple[str, float, float], hand_ms: float) -> str:

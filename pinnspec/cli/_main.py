@@ -43,7 +43,19 @@ def _check_file(path: str) -> bool:
         return False
     if spec.warnings:
         print(spec.render_warnings(), file=sys.stderr)
+    _warn_files_outside_domain(path, spec)
     return True
+
+
+def _warn_files_outside_domain(path: str, spec) -> None:
+    """Warnings for a reference or data file with rows outside the spec's domain (a warning, not an error:
+    the spec trains, but those rows are not the solution's)."""
+    if spec.ir.domain is None:
+        return
+    from ..sampling._regions import files_outside_domain  # numpy only
+
+    for message in files_outside_domain(spec.ir):
+        print(f"{path}: warning: {message}", file=sys.stderr)
 
 
 def _load(path):
@@ -326,7 +338,43 @@ def _cmd_eval(args) -> int:
         before = saved.get(key)
         same = "" if before is None or value is None else (" (matches result.json)" if abs(value - before) <= 1e-6 * max(abs(before), 1e-30) else f" (result.json: {before:.6e})")
         print(f"  test rel-L2, {label}: {'-' if value is None else f'{value:.6e}'}{same}")
+    for line in _eval_outside_domain(trainer):
+        print(line)
     return EXIT_OK
+
+
+def _eval_outside_domain(trainer) -> list[str]:
+    """Test points outside the spec's domain (rows of a reference file, say) are flagged, not refused: the
+    errors above keep them, as training computed them; the lines add the errors inside the domain only."""
+    domain = trainer.spec.ir.domain
+    if domain is None or not trainer.has_reference:
+        return []
+    import torch
+
+    from ..sampling._regions import farthest_outside, outside_domain
+
+    points = trainer.test_points.double().cpu().numpy()  # [N, d]
+    found = farthest_outside(domain, trainer.spec.ir.coordinates, points)
+    if found is None:
+        return []
+    count, example = found
+    keep = torch.as_tensor(~outside_domain(domain, points), device=trainer.test_points.device)  # [N]
+    lines = [f"  warning: {count} of {len(points)} test points lie outside the domain '{domain.name}' "
+             f"({domain.expression}), the farthest at {example}; the errors above include them (as "
+             f"training computed them)"]
+    if not bool(keep.any()):
+        return lines + ["  no test point lies inside the domain: no error inside it"]
+    saved = trainer.test_points, trainer.test_reference
+    trainer.test_points, trainer.test_reference = saved[0][keep], saved[1][keep]
+    try:
+        inside = trainer.result()
+    finally:
+        trainer.test_points, trainer.test_reference = saved
+    for key, label in (("rel_l2", "best validation checkpoint"), ("rel_l2_final", "final model")):
+        value = getattr(inside, key)
+        lines.append(f"  test rel-L2 inside the domain only ({int(keep.sum())} points), {label}: "
+                     f"{'-' if value is None else f'{value:.6e}'}")
+    return lines
 
 
 def _cmd_plot(args) -> int:

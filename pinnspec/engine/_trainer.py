@@ -26,12 +26,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from .. import __version__
+from .. import __version__, ir
 from .._malloc import tune_allocator
 from .._rss import read_status, reset_peak
 from .. import catalog, models, optim, surgery  # noqa: F401  (register the built-in names)
 from ..compiler import compile_spec
 from ..registry import MODELS, SCHEDULES
+from ..sampling._regions import files_outside_domain
 from . import _artifacts as files
 from . import _schedule  # noqa: F401  (registers the schedules)
 from ._chain import ChainState, UpdateChain
@@ -215,9 +216,20 @@ class Trainer:
             # (t = pi/2 becomes 1.5707964 > pi/2, outside a generated reference's time span)
             self.validation_reference = self.problem.reference(self.problem.validation_points()).to(self.device)
             self.test_reference = self.problem.reference(self.problem.test_points()).to(self.device)
+        self._warn_files_outside_domain()
         self.columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(m)]
                         + [f"loss:{c}" for c in self.condition_names]
                         + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"])
+
+    def _warn_files_outside_domain(self) -> None:
+        """A warning (rank 0, stderr) for each reference or data file with rows outside the spec's domain."""
+        if self.rank != 0 or self.spec.ir.domain is None:
+            return
+        read_reference = None
+        if isinstance(self.spec.ir.reference, ir.FileReference):
+            read_reference = lambda: self.problem._file_reference()[0]  # noqa: E731  (read once, kept)
+        for message in files_outside_domain(self.spec.ir, reference_points=read_reference):
+            print(f"pinnspec: warning: {message}", file=sys.stderr)
 
     # ================================================================== the step
     def _theta_flat(self) -> torch.Tensor:

@@ -28,6 +28,9 @@ __all__ = ["Shape", "Primitive", "Box", "Ball", "Polygon", "HalfSpace", "Union",
 
 Bounds = tuple[np.ndarray, np.ndarray]
 
+#: how far past the boundary, relative to the diameter of the bounding box, a point counts as outside
+OUTSIDE_RTOL = 1e-6
+
 #: points x edges a polygon's distance works on at a time
 POLYGON_BLOCK = 1 << 18
 
@@ -84,6 +87,12 @@ class Shape(abc.ABC):
     def inside(self, x) -> np.ndarray:
         """``[N]`` bool: strictly inside (``sdf(x) < 0``); boundary points are not inside."""
         return self.sdf(x) < 0
+
+    def outside(self, x, rtol: float = OUTSIDE_RTOL) -> np.ndarray:
+        """``[N]`` bool: clearly outside, ``sdf(x) > rtol * diameter`` (the diagonal of :meth:`bounds`):
+        points on the boundary up to rounding (a mesh node on a rim, a float32 copy) are not outside."""
+        lo, hi = self.bounds()
+        return self.sdf(x) > rtol * float(np.linalg.norm(hi - lo))
 
     def bounds(self) -> Bounds:
         """A bounding box ``(lo [d], hi [d])`` (for a primitive the tightest one)."""

@@ -9,12 +9,13 @@ import os
 import re
 import zipfile
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ._style import as_float
 
-HISTORY, RESULT, PREDICTIONS = "history.csv", "result.json", "predictions.npz"
+HISTORY, RESULT, PREDICTIONS, CONFIG = "history.csv", "result.json", "predictions.npz", "config.pinn"
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Run:
     history: History
     result: dict = field(default_factory=dict)
     predictions: Predictions | None = None
+    domain: Any = None  # the spec's pinnspec.ir.Domain (config.pinn); None for the plain box
 
     @property
     def has_reference(self) -> bool:
@@ -146,6 +148,35 @@ def read_predictions(path: str) -> Predictions | None:
     return Predictions(points, reference, prediction, coordinates, fields)
 
 
+def read_domain(path: str):
+    """The ``domain`` of the spec in a run's config.pinn (a :class:`pinnspec.ir.Domain`); None when the spec
+    has none, or when config.pinn is missing or its geometry does not lower (nothing is then masked).
+    Only the geometry matters here: a reference file that is not where the run was trained is no reason
+    to lose the domain, so the statements are lowered without stopping at such errors."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    from ..lang import SpecError, parse
+    from ..lang._lower import Lowering
+    from ..registry import load_plugins
+
+    try:
+        tree = parse(text, path)
+    except SpecError:
+        return None
+    load_plugins()
+    lowering = Lowering(tree, os.path.dirname(os.path.abspath(path)))
+    try:
+        lowering.run()
+    except (SpecError, ValueError, OSError):
+        return None
+    return lowering.geometry.domain
+
+
 def load_run(run_dir, *, predictions: bool = True) -> Run:
     """Read a run directory (``predictions=False``: not its predictions.npz); ``ValueError`` when
     it is missing, not a run directory, or holds a file that cannot be read."""
@@ -159,7 +190,8 @@ def load_run(run_dir, *, predictions: bool = True) -> Run:
                          "or the run has not written its first checkpoint yet")
     return Run(path=run_dir, history=read_history(history_path),
                result=read_result(os.path.join(run_dir, RESULT)),
-               predictions=read_predictions(os.path.join(run_dir, PREDICTIONS)) if predictions else None)
+               predictions=read_predictions(os.path.join(run_dir, PREDICTIONS)) if predictions else None,
+               domain=read_domain(os.path.join(run_dir, CONFIG)) if predictions else None)
 
 
 # ---------------------------------------------------------------------- writing

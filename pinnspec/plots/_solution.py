@@ -16,6 +16,13 @@ What is drawn depends on the test points (``points [N, d]``):
   title says which.
 
 The rel-L2 printed per field is over all test points, not just the slice.
+
+With a ``domain`` in the run's spec (config.pinn) nothing is drawn outside it:
+test points outside the domain (rows of a reference file inside a hole, say)
+get no value (NaN: blank, and left out of the printed rel-L2); a test grid cut
+to the domain is drawn as the full grid with the nodes outside left blank; a
+triangle of scattered points whose centroid lies outside is not filled, so
+holes and re-entrant corners stay empty.
 """
 
 from __future__ import annotations
@@ -57,11 +64,38 @@ def grid_of(points: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]] | N
     return axes, index
 
 
-def choose_view(points: np.ndarray, coordinates: list[str]) -> View:
+#: a grid cut to a domain is recognised while the full grid has at most this many nodes per point
+GRID_FILL = 16
+
+
+def grid_cut_to(points: np.ndarray, domain) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+    """As :func:`grid_of` for points that are a tensor-product grid less the nodes not inside ``domain``
+    (a ``test grid`` of a spec with a domain): every missing node lies outside the domain or on its
+    boundary.  None when the points are not such a grid."""
+    n, d = points.shape
+    axes = [np.unique(points[:, j]) for j in range(d)]
+    sizes = [len(a) for a in axes]
+    if any(size < 2 for size in sizes) or math.prod(sizes) > GRID_FILL * n:
+        return None
+    index = [np.searchsorted(a, points[:, j]) for j, a in enumerate(axes)]
+    present = np.zeros(math.prod(sizes), bool)
+    flat = np.ravel_multi_index(index, sizes)  # [n]
+    present[flat] = True
+    if int(present.sum()) != n:
+        return None  # duplicate points
+    missing = np.stack([a[i] for a, i in zip(axes, np.unravel_index(np.flatnonzero(~present), sizes))], axis=1)
+    if len(missing) and domain.shape.inside(missing[:, :domain.shape.dim]).any():
+        return None  # a node inside the domain is missing: not a grid cut to it
+    return axes, index
+
+
+def choose_view(points: np.ndarray, coordinates: list[str], domain=None) -> View:
     n, d = points.shape
     if d == 1:
         return View("line", np.argsort(points[:, 0], kind="stable"), f"{n} test points")
     grid = grid_of(points)
+    if grid is None and domain is not None:
+        grid = grid_cut_to(points, domain)
     if grid is not None:
         axes, index = grid
         shape = " × ".join(str(len(a)) for a in axes)
@@ -104,9 +138,10 @@ def _limits(*arrays: np.ndarray) -> tuple[float, float] | None:
     return lo, hi
 
 
-def _triangulation(x: np.ndarray, y: np.ndarray):
-    """Delaunay triangles of scattered points without the overlong ones (which bridge holes
-    and concave boundaries); None when there is none."""
+def _triangulation(x: np.ndarray, y: np.ndarray, domain=None):
+    """Delaunay triangles of scattered points, less those that bridge holes and concave boundaries:
+    with a ``domain``, the triangles whose centroid lies outside it; without one, the overlong
+    triangles.  None when there is no triangle."""
     from matplotlib.tri import Triangulation
 
     if len(x) < 3:
@@ -116,10 +151,50 @@ def _triangulation(x: np.ndarray, y: np.ndarray):
         tri = Triangulation(x / sx, y / sy)
     except (ValueError, RuntimeError):  # collinear points: qhull finds no triangle
         return None
+    if domain is not None:
+        centroids = np.stack([x[tri.triangles].mean(axis=1), y[tri.triangles].mean(axis=1)], axis=1)  # [T, 2]
+        return Triangulation(x, y, tri.triangles, mask=outside(domain, centroids))
     corners = np.stack([tri.x[tri.triangles], tri.y[tri.triangles]], axis=-1)  # [T, 3, 2]
     edges = np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=-1).max(axis=1)  # [T]
     tri.set_mask(edges > 5 * np.median(edges))
     return Triangulation(x, y, tri.triangles, mask=tri.mask)
+
+
+def outside(domain, points: np.ndarray) -> np.ndarray:
+    """``[N]`` bool: the rows of ``points`` ``[N, d]`` (space columns first) clearly outside ``domain``."""
+    return domain.shape.outside(points[:, :domain.shape.dim])
+
+
+def masked_outside(run) -> tuple[np.ndarray | None, np.ndarray, int]:
+    """(reference, prediction) of the run's test points with NaN at the points outside its domain, and
+    how many those are (0 without a domain)."""
+    pred = run.predictions
+    if run.domain is None:
+        return pred.reference, pred.prediction, 0
+    out = outside(run.domain, pred.points)  # [N]
+    if not out.any():
+        return pred.reference, pred.prediction, 0
+    prediction = np.where(out[:, None], np.nan, pred.prediction)  # [N, F]
+    reference = None if pred.reference is None else np.where(out[:, None], np.nan, pred.reference)
+    return reference, prediction, int(out.sum())
+
+
+def _domain_note(run, dropped: int) -> str:
+    if run.domain is None:
+        return ""
+    note = f"; blank outside the domain '{run.domain.name}'"
+    if dropped:
+        note += f" ({dropped} test points there not drawn)"
+    return note
+
+
+def _line_with_gaps(x: np.ndarray, values: np.ndarray, domain) -> tuple[np.ndarray, np.ndarray]:
+    """A 1-d line's sorted ``x`` ``[n]`` and ``values`` ``[n]`` with a NaN break wherever the midpoint of two
+    neighbours lies outside ``domain`` (the line does not run across a gap of it)."""
+    if domain is None or len(x) < 2:
+        return x, values
+    gaps = np.flatnonzero(outside(domain, (0.5 * (x[1:] + x[:-1]))[:, None])) + 1
+    return np.insert(x, gaps, np.nan), np.insert(values, gaps, np.nan)
 
 
 def _draw_2d(fig, ax, view: View, points, values, limits, cmap, tri):
@@ -151,12 +226,12 @@ def _draw_2d(fig, ax, view: View, points, values, limits, cmap, tri):
     fig.colorbar(mappable, ax=ax, shrink=0.95, ticks=MaxNLocator(6))  # not the 41 contour levels
 
 
-def _view_and_triangles(points: np.ndarray, coordinates: list[str]):
+def _view_and_triangles(points: np.ndarray, coordinates: list[str], domain=None):
     """The view of the test points and, for scattered 2-d points, their triangulation."""
-    view = choose_view(points, coordinates)
+    view = choose_view(points, coordinates, domain)
     tri = None
     if view.kind == "tri":
-        tri = _triangulation(points[view.rows, 0], points[view.rows, 1])
+        tri = _triangulation(points[view.rows, 0], points[view.rows, 1], domain)
         if tri is None:
             view.note += " (no triangulation: scatter)"
     return view, tri
@@ -165,8 +240,10 @@ def _view_and_triangles(points: np.ndarray, coordinates: list[str]):
 def prediction_figure(run):
     """No reference solution: the prediction of each field alone, up to three panels a row."""
     pred = run.predictions
-    points, prediction, coordinates = pred.points, pred.prediction, pred.coordinates
-    view, tri = _view_and_triangles(points, coordinates)
+    points, coordinates = pred.points, pred.coordinates
+    _, prediction, dropped = masked_outside(run)
+    view, tri = _view_and_triangles(points, coordinates, run.domain)
+    view.note += _domain_note(run, dropped)
     F = prediction.shape[1]
     ncols = min(F, 3)
     fig = new_figure(max(8.0, 4.8 * ncols), 3.4 * math.ceil(F / ncols) + 1.6)
@@ -177,7 +254,7 @@ def prediction_figure(run):
     for f, (ax, name) in enumerate(zip(axes, pred.fields)):
         ax.set_title(f"{name}: prediction", fontsize=9)
         if view.kind == "line":
-            ax.plot(points[rows, 0], prediction[rows, f], color="tab:red", lw=1.4)
+            ax.plot(*_line_with_gaps(points[rows, 0], prediction[rows, f], run.domain), color="tab:red", lw=1.4)
             ax.set_xlabel(coordinates[0])
             ax.set_ylabel(name)
             ax.grid(True, alpha=0.3)
@@ -196,9 +273,11 @@ def solution_figure(run):
     pred = run.predictions
     if pred.reference is None:
         return prediction_figure(run)
-    points, reference, prediction = pred.points, pred.reference, pred.prediction
+    points = pred.points
+    reference, prediction, dropped = masked_outside(run)
     coordinates, fields = pred.coordinates, pred.fields
-    view, tri = _view_and_triangles(points, coordinates)
+    view, tri = _view_and_triangles(points, coordinates, run.domain)
+    view.note += _domain_note(run, dropped)
     error = np.abs(prediction - reference)  # [N, F]
 
     F = reference.shape[1]
@@ -210,18 +289,20 @@ def solution_figure(run):
         ok = np.isfinite(reference[:, f]) & np.isfinite(prediction[:, f])
         norm = float(np.linalg.norm(reference[ok, f]))
         rel = float(np.linalg.norm(error[ok, f]) / norm) if norm > 0 else None
-        stats = f"rel-L2 {fmt(rel)}, max {fmt(error[ok, f].max() if ok.any() else None)} (all test points)"
+        where = "all test points" if not dropped else "the test points inside the domain"
+        stats = f"rel-L2 {fmt(rel)}, max {fmt(error[ok, f].max() if ok.any() else None)} ({where})"
         rows = view.rows
         if view.kind == "line":
             x = points[rows, 0]
             ax, ax_err = axes[f]
-            ax.plot(x, reference[rows, f], color="black", lw=2, label="reference")
-            ax.plot(x, prediction[rows, f], color="tab:red", lw=1.4, ls="--", label="prediction")
+            ax.plot(*_line_with_gaps(x, reference[rows, f], run.domain), color="black", lw=2, label="reference")
+            ax.plot(*_line_with_gaps(x, prediction[rows, f], run.domain), color="tab:red", lw=1.4, ls="--",
+                    label="prediction")
             ax.set_title(f"{name}: reference and prediction", fontsize=9)
             ax.set_xlabel(coordinates[0])
             ax.set_ylabel(name)
             ax.legend(fontsize=8)
-            ax_err.plot(x, error[rows, f], color="tab:purple", lw=1.2)
+            ax_err.plot(*_line_with_gaps(x, error[rows, f], run.domain), color="tab:purple", lw=1.2)
             ax_err.set_title(f"{name}: |error|  —  {stats}", fontsize=9)
             ax_err.set_xlabel(coordinates[0])
             ax_err.set_ylabel(f"|{name} error|")

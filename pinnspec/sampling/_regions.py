@@ -7,6 +7,7 @@ coordinate affinely: ``lo + u * (hi - lo)``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -15,7 +16,8 @@ import numpy as np
 from .. import ir
 from ..registry import SAMPLERS
 
-__all__ = ["PointSet", "sample_region", "face_counts", "grid_points", "box_points", "domain_points", "inside_domain"]
+__all__ = ["PointSet", "sample_region", "face_counts", "grid_points", "box_points", "domain_points", "inside_domain",
+           "outside_domain", "farthest_outside", "outside_domain_message", "files_outside_domain"]
 
 Sampler = Callable[[int, int, np.random.Generator], np.ndarray]
 
@@ -221,6 +223,85 @@ def domain_points(domain: ir.Domain, coordinates: Sequence[ir.Coordinate], n: in
 def inside_domain(domain: ir.Domain, points: np.ndarray) -> np.ndarray:
     """The rows of ``points`` ``[N, d]`` (space columns first) strictly inside ``domain``."""
     return points[domain.shape.inside(points[:, :domain.shape.dim])]
+
+
+def outside_domain(domain: ir.Domain, points: np.ndarray) -> np.ndarray:
+    """``[N]`` bool: the rows of ``points`` ``[N, d]`` (space columns first) clearly outside ``domain``:
+    past its boundary by more than 1e-6 of its bounding box's diameter (``Shape.outside``), so nodes of a
+    mesh that lie on a rim up to rounding are not."""
+    points = np.asarray(points, dtype=np.float64)
+    return domain.shape.outside(points[:, :domain.shape.dim])
+
+
+def farthest_outside(domain: ir.Domain, coordinates: Sequence[ir.Coordinate],
+                     points: np.ndarray) -> tuple[int, str] | None:
+    """None when no row of ``points`` ``[N, d]`` lies outside ``domain`` (:func:`outside_domain`); else
+    (how many do, the farthest one for a message: ``"(x = 0.2, y = 0.2), 0.15 past its boundary"``)."""
+    points = np.asarray(points, dtype=np.float64)
+    outside = outside_domain(domain, points)  # [N]
+    count = int(outside.sum())
+    if not count:
+        return None
+    distance = domain.shape.sdf(points[:, :domain.shape.dim])  # [N]
+    far = int(np.argmax(np.where(outside, distance, -np.inf)))
+    at = ", ".join(f"{c.name} = {points[far, j]:.6g}" for j, c in enumerate(coordinates))
+    return count, f"({at}), {distance[far]:.3g} past its boundary"
+
+
+def outside_domain_message(domain: ir.Domain, coordinates: Sequence[ir.Coordinate], points: np.ndarray,
+                           what: str) -> str | None:
+    """None when every row of ``points`` ``[N, d]`` lies in ``domain`` (or on its boundary); else one
+    sentence for the user: ``what`` (e.g. "the reference file 'ref.dat'"), how many of its rows lie
+    outside, and the farthest one with its coordinates and how far out it is."""
+    found = farthest_outside(domain, coordinates, points)
+    if found is None:
+        return None
+    count, example = found
+    rows = "row lies" if count == 1 else "rows lie"
+    return (f"{what}: {count} of {len(points)} {rows} outside the domain '{domain.name}' "
+            f"({domain.expression}), the farthest at {example}: nothing is trained there (inside a hole, "
+            f"say), so values there are not the solution's; check the file's coordinates against the domain, "
+            f"or leave those rows out")
+
+
+def files_outside_domain(problem: ir.Problem, *, reference_points: Callable[[], np.ndarray] | None = None,
+                         data_points: Callable[[ir.DataPoints], np.ndarray] | None = None) -> list[str]:
+    """One message (:func:`outside_domain_message`) for the reference file and for each data file of
+    ``problem`` with rows outside its domain; none without a ``domain``.  The files are read here unless
+    the caller has them: ``reference_points()`` gives the reference file's points ``[N, d]``,
+    ``data_points(region)`` a data condition's.  A file that cannot be read is left to the code that
+    reads it for training (its errors name the file there)."""
+    if problem.domain is None:
+        return []
+    from ._data import load_data, load_reference
+
+    def path_of(path: str) -> str:
+        return path if os.path.isabs(path) else os.path.join(problem.source_dir or ".", path)
+
+    def read_reference() -> np.ndarray:
+        return load_reference(path_of(problem.reference.path), problem.coordinates, problem.fields)[0]
+
+    def read_data(region: ir.DataPoints) -> np.ndarray:
+        return load_data(path_of(region.path), problem.coordinates, region.fields)[0]
+
+    files: list[tuple[str, Callable[[], np.ndarray]]] = []
+    if isinstance(problem.reference, ir.FileReference):
+        files.append((f"the reference file '{problem.reference.path}'", reference_points or read_reference))
+    for condition in problem.conditions:
+        if isinstance(condition.region, ir.DataPoints):
+            region = condition.region
+            files.append((f"the data file '{region.path}' (condition '{condition.name}')",
+                          lambda region=region: (data_points or read_data)(region)))
+    messages = []
+    for what, read in files:
+        try:
+            points = read()
+        except (OSError, ValueError):
+            continue
+        message = outside_domain_message(problem.domain, problem.coordinates, points, what)
+        if message:
+            messages.append(message)
+    return messages
 
 
 # ------------------------------------------------------------------ fixed sets

@@ -95,6 +95,40 @@ def test_speed_end_to_end(tmp_path, capsys):
     assert (out / "speed_stages.csv").exists()
 
 
+def test_the_plates_sampling_is_set_against_the_epoch(tmp_path, capsys):
+    """The 4-hole plate of examples/plate_holes at 10k interior points: its sampling time and its
+    fraction of the pinnspec epoch of the same run, printed and in speed.csv."""
+    out = tmp_path / "speed"
+    rc = bench.speed.main(["--epochs", "2", "--warmup", "0", "--points", "32", "--profile", "0",
+                           "--memory-epochs", "0", "--threads", "1", "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    line = next(line for line in text.splitlines() if "sampling, 4-hole plate" in line)
+    assert "(examples/plate_holes/plate_holes.pinn): 10000 interior + 2048 boundary points in " in line
+    assert "(median of 3 draws) = " in line and " of one pinnspec epoch (" in line
+    assert "ratio pinnspec / hand-written" in text  # the rest of the report is still there
+    [row] = [r for r in csv.DictReader(open(out / "speed.csv")) if r["contender"] == "pinnspec"]
+    seconds, fraction = float(row["plate_sampling_s"]), float(row["plate_sampling_of_epoch"])
+    assert 0 < seconds < 0.5
+    assert fraction == pytest.approx(seconds / float(row["median_s"]))
+    assert "sampling, 4-hole plate" in (out / "speed.md").read_text()
+
+
+def test_each_draw_of_the_plates_points_is_timed():
+    from pinnspec.bench._speed import PLATE_BOUNDARY, find_plate, time_plate_sampling
+
+    seconds = time_plate_sampling(find_plate(), 500, draws=2, device=CPU, dtype=torch.float32)
+    assert len(seconds) == 2 and all(s > 0 for s in seconds)
+    assert PLATE_BOUNDARY == {"outer": 1024, "rims": 1024}
+
+
+def test_plate_points_zero_skips_the_plates_sampling(capsys):
+    rc = bench.speed.main(["--epochs", "1", "--warmup", "0", "--points", "16", "--profile", "0",
+                           "--memory-epochs", "0", "--threads", "1", "--plate-points", "0"])
+    assert rc == 0
+    assert "4-hole plate" not in capsys.readouterr().out
+
+
 def test_the_compilers_own_footprint_is_measured_in_a_fresh_process():
     """With compile on, the memory report sets torch.compile's own RSS apart (a fresh interpreter,
     since this test process may have loaded inductor already): dynamo and inductor are tens of MiB."""
@@ -106,7 +140,8 @@ def test_the_compilers_own_footprint_is_measured_in_a_fresh_process():
 
 
 @pytest.mark.parametrize("argv", [["--points", "0"], ["--epochs", "0"], ["--grouping", "four"],
-                                  ["--device", "tpu"], ["--spec", "no/such.pinn", "--epochs", "1"]])
+                                  ["--device", "tpu"], ["--spec", "no/such.pinn", "--epochs", "1"],
+                                  ["--plate-points", "-1"]])
 def test_bad_command_lines_are_user_errors(argv, capsys):
     assert bench.speed.main(argv) == 1
     assert "error" in capsys.readouterr().err
