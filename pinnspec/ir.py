@@ -193,6 +193,35 @@ def normal(coordinate: str) -> sympy.Symbol:
     return sympy.Symbol(f"n_{coordinate}", real=True)
 
 
+def table_value(name: str) -> sympy.Symbol:
+    """The symbol standing for the value of the coefficient table ``name`` (a ``let NAME = table(...)``)
+    at each point: a per-point input, interpolated from the table's file on the host."""
+    return sympy.Symbol(f"{name}^table", real=True)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A coefficient field given on the points of a file (``let NAME = table("FILE", ...)``).
+
+    coordinates:        the spec coordinates the table spans, in coordinate order (the space
+                        coordinates, or the space coordinates and time);
+    coordinate_columns: the file column holding each of them;
+    value_column:       the file column of the values;
+    method:             "linear" (multilinear on a grid, Delaunay-linear on scattered points) | "nearest".
+    """
+
+    name: str
+    path: str
+    coordinates: tuple[str, ...]
+    coordinate_columns: tuple[str, ...]
+    value_column: str
+    method: str = "linear"
+
+    def __str__(self) -> str:
+        return (f'table "{self.path}" ({self.value_column} over {", ".join(self.coordinates)}, '
+                f'{self.method})')
+
+
 def observed(field_name: str) -> sympy.Symbol:
     """The symbol standing for the observed value of a field in a data condition."""
     return sympy.Symbol(f"{field_name}^obs", real=True)
@@ -388,6 +417,7 @@ class Problem:
     training: Training
     source_dir: str = field(default=".", compare=False)
     domain: Domain | None = None  # None: the space box
+    tables: tuple[Table, ...] = ()  # the coefficient tables the conditions read (ir.table_value)
 
     # convenience --------------------------------------------------------
     @property

@@ -107,10 +107,11 @@ class TorchKernelPrinter(StrPrinter):
 class KernelInput:
     """One argument of a kernel: a coordinate column, a field value or
     derivative (``key = (field index, multi-index)``), a param, an
-    observed column, or a component of the outward normal on a domain's
-    boundary (``key`` = the space coordinate's index)."""
+    observed column, a component of the outward normal on a domain's
+    boundary (``key`` = the space coordinate's index), or the value of a
+    coefficient table at the points (``key`` = the table's name)."""
 
-    kind: str  # "coordinate" | "value" | "param" | "observed" | "normal"
+    kind: str  # "coordinate" | "value" | "param" | "observed" | "normal" | "table"
     key: object
     name: str
 
@@ -243,6 +244,12 @@ def generate_kernel(name: str, residuals: tuple[sympy.Expr, ...], problem: ir.Pr
             var = names.claim(f"n_{c.name}", ("normal", i), f"n__{i}")
             replace[sym] = sympy.Symbol(var)
             inputs.append(KernelInput("normal", i, var))
+    for table in problem.tables:
+        sym = ir.table_value(table.name)
+        if sym in free:
+            var = names.claim(table.name, ("table", table.name), f"tab__{table.name}")
+            replace[sym] = sympy.Symbol(var)
+            inputs.append(KernelInput("table", table.name, var))
     exprs = [r.xreplace(replace) for r in residuals]
     temps, reduced = sympy.cse(exprs, symbols=sympy.numbered_symbols("_t"), optimizations="basic")
     printer_names = {sym: str(sym) for sym in replace.values()}

@@ -15,6 +15,7 @@ fused gradients, data-parallel shards) is the engine's (``pinnspec.engine``).
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from ..forward import forward_values
 from ..registry import REFERENCES, UnknownNameError
 from ..sampling import PointPlan, PointSet, box_points, grid_points, load_reference
 from ..sampling._regions import domain_points, inside_domain
+from ..sampling._table import TableColumns, TableInterpolator, table_interpolator
 from ._codegen import Kernel, build_kernels, generate_kernel
 from ._operators import find_operators
 from ._plan import DerivativePlan
@@ -40,7 +42,9 @@ class TorchPointSet:
     x: torch.Tensor  # [N, d], requires grad (inputs of the derivative plan)
     face_slices: tuple[slice, ...] | None = None
     partner: torch.Tensor | None = None  # [N, d] periodic partner points
-    observed: torch.Tensor | None = None  # [N, n_observed]
+    #: [N, n_columns] per-point values computed on the host when the points were drawn: a data condition's
+    #: observed fields, then the coefficient tables read on the set (`ConditionKernels.point_columns`)
+    observed: torch.Tensor | None = None
     total: int | None = None  # points in the whole set (> N on a shard of a data-parallel run)
     normals: torch.Tensor | None = None  # [N, d_space] outward normals on parts of a domain's boundary
 
@@ -79,6 +83,9 @@ class ConditionKernels:
     per_face: bool
     periodic: bool
     observed_fields: tuple[str, ...] = ()
+    #: what each column of its points' ``observed`` holds: ("observed", field), then ("table", name, False)
+    #: for the value of a table at the points and, on periodic pairs, ("table", name, True) at the partners
+    point_columns: tuple[tuple, ...] = ()
 
 
 def host_to_device(a, dtype, device) -> torch.Tensor:
@@ -137,15 +144,26 @@ class CompiledProblem:
 
         self.condition_kernels: dict[str, ConditionKernels] = {}
         needs: dict[int, set] = {s.index: set() for s in self.point_plan.sets}
+        #: point set index -> the coefficient tables its kernels read, in first-use order
+        self.set_tables: dict[int, tuple[str, ...]] = {}
+        for cond, ks in pending:
+            idx = self.point_plan.set_index(cond.name)
+            read = [inp.key for k in ks for inp in k.inputs if inp.kind == "table"]
+            self.set_tables[idx] = tuple(dict.fromkeys(self.set_tables.get(idx, ()) + tuple(read)))
+        self._interpolators: dict[str, TableInterpolator] = {}
         for cond, ks in pending:
             idx = self.point_plan.set_index(cond.name)
             kernels = tuple(by_name[k.name] for k in ks)
             for k in kernels:
                 needs[idx].update(inp.key for inp in k.inputs if inp.kind == "value")
             observed = cond.region.fields if isinstance(cond.region, ir.DataPoints) else ()
+            periodic = isinstance(cond.region, ir.PeriodicPairs)
+            tables = self.set_tables[idx]
+            columns = (tuple(("observed", f) for f in observed) + tuple(("table", t, False) for t in tables)
+                       + (tuple(("table", t, True) for t in tables) if periodic else ()))
             self.condition_kernels[cond.name] = ConditionKernels(
-                cond.name, idx, kernels, per_face=len(kernels) > 1,
-                periodic=isinstance(cond.region, ir.PeriodicPairs), observed_fields=observed)
+                cond.name, idx, kernels, per_face=len(kernels) > 1, periodic=periodic, observed_fields=observed,
+                point_columns=columns)
         self.plans = {i: DerivativePlan.build(n, self.fields, self.coordinates) for i, n in needs.items()}
         #: point set index -> the kernels of the conditions evaluated on it (sets in first-use order)
         self.by_set: dict[int, list[ConditionKernels]] = {}
@@ -167,10 +185,10 @@ class CompiledProblem:
         """Host point sets as tensors on ``device``; ``totals``: each set's whole size where ``sets`` are
         parts of them (the divisors of the means: see `TorchPointSet.count`)."""
         totals = totals or [None] * len(sets)
-        return Points(int(epoch), [self._to_torch(s, device, dtype, total) for s, total in zip(sets, totals)])
+        return Points(int(epoch), [self._to_torch(index, s, device, dtype, total)
+                                   for index, (s, total) in enumerate(zip(sets, totals))])
 
-    @staticmethod
-    def _to_torch(s: PointSet, device, dtype, total: int | None = None) -> TorchPointSet:
+    def _to_torch(self, index: int, s: PointSet, device, dtype, total: int | None = None) -> TorchPointSet:
         def t(a):
             return None if a is None else host_to_device(a, dtype, device)
 
@@ -178,7 +196,31 @@ class CompiledProblem:
         partner = t(s.partner)
         if partner is not None:
             partner.requires_grad_(True)
-        return TorchPointSet(x, s.face_slices, partner, t(s.observed), total, t(s.normals))
+        return TorchPointSet(x, s.face_slices, partner, t(self.host_columns(index, s)), total, t(s.normals))
+
+    # ================================================================== coefficient tables
+    def host_columns(self, index: int, s: PointSet) -> np.ndarray | None:
+        """[N, n_columns]: the per-point values of point set ``index`` known on the host, in the order of its
+        conditions' ``point_columns``: a data condition's observed fields, then every table the set's kernels
+        read, at the points and (periodic pairs) at the partners.  Interpolated here, when the points are
+        drawn, so that a training step reads the values as one more input (no host work, no device sync)."""
+        tables = self.set_tables.get(index, ())
+        if not tables:
+            return s.observed
+        parts = ([] if s.observed is None else [s.observed]) + [self.table_values(t, s.x) for t in tables]
+        if s.partner is not None:
+            parts += [self.table_values(t, s.partner) for t in tables]
+        return np.column_stack(parts)  # [N, n_columns]
+
+    def table_values(self, name: str, x: np.ndarray) -> np.ndarray:
+        """The coefficient table ``name`` at points ``x`` ([N, d], every coordinate) -> [N] float64."""
+        table = next(t for t in self.ir.tables if t.name == name)
+        if name not in self._interpolators:  # read once (and shared with `check`: table_interpolator caches)
+            path = table.path if os.path.isabs(table.path) else os.path.join(self.ir.source_dir or ".", table.path)
+            columns = TableColumns(table.coordinates, table.coordinate_columns, table.value_column)
+            self._interpolators[name] = table_interpolator(path, columns, table.method)
+        spanned = [self.coordinates.index(c) for c in table.coordinates]  # the table's coordinates in x
+        return self._interpolators[name](np.asarray(x, dtype=np.float64)[:, spanned])
 
     # ================================================================== params
     def init_params(self, *, device="cpu", dtype=torch.float32) -> dict[str, torch.nn.Parameter]:
@@ -207,7 +249,7 @@ class CompiledProblem:
         for ck in self.by_set[index]:
             r = self._evaluate(ck, s, s.x, values, params)
             if ck.periodic:
-                r = r - self._evaluate(ck, s, s.partner, partner_values, params)
+                r = r - self._evaluate(ck, s, s.partner, partner_values, params, partner=True)
             out[ck.condition] = r
         return out
 
@@ -230,15 +272,18 @@ class CompiledProblem:
                       "using nested autograd", file=sys.stderr)
         return plan.evaluate(model(x), x)
 
-    def _evaluate(self, ck: ConditionKernels, s: TorchPointSet, x, values, params) -> torch.Tensor:
+    def _evaluate(self, ck: ConditionKernels, s: TorchPointSet, x, values, params, *, partner: bool = False
+                  ) -> torch.Tensor:
+        """``partner``: ``x`` are the periodic partners of the set's points (a table is read there)."""
         if not ck.per_face:
-            return torch.stack(self._call(ck.kernels[0], x, values, params, s, ck, slice(None)), dim=1)
-        parts = [torch.stack(self._call(k, x, values, params, s, ck, rows), dim=1)
+            return torch.stack(self._call(ck.kernels[0], x, values, params, s, ck, slice(None), partner), dim=1)
+        parts = [torch.stack(self._call(k, x, values, params, s, ck, rows, partner), dim=1)
                  for k, rows in zip(ck.kernels, s.face_slices)]
         return torch.cat(parts, dim=0)
 
     @staticmethod
-    def _call(kernel: Kernel, x, values, params, s: TorchPointSet, ck: ConditionKernels, rows: slice):
+    def _call(kernel: Kernel, x, values, params, s: TorchPointSet, ck: ConditionKernels, rows: slice,
+              partner: bool = False):
         args = []
         for inp in kernel.inputs:
             if inp.kind == "value":
@@ -252,6 +297,11 @@ class CompiledProblem:
                     raise ValueError(f"{ck.condition}: its kernel reads the outward normal, and its points carry "
                                      "none (point sets of a domain's boundary carry them: PointSet.normals)")
                 args.append(s.normals[rows, inp.key])
+            elif inp.kind == "table":
+                if s.observed is None:
+                    raise ValueError(f"{ck.condition}: its kernel reads the table '{inp.key}', and its points carry "
+                                     "no table values (CompiledProblem.points interpolates them)")
+                args.append(s.observed[rows, ck.point_columns.index(("table", inp.key, partner))])
             else:  # observed
                 args.append(s.observed[rows, ck.observed_fields.index(inp.key)])
         return kernel.fn(*args)

@@ -81,10 +81,10 @@ def verify(problem: CompiledProblem, *, seed: int = 0, params: dict[str, float] 
         scale = field_scale
         plan = problem.plans[ck.set_index].plain()  # the term kernels read an operator's terms one by one
         slices = s.face_slices if ck.per_face else (slice(None),)
-        for x in ([s.x, s.partner] if ck.periodic else [s.x]):
+        for x, at_partner in ([(s.x, False), (s.partner, True)] if ck.periodic else [(s.x, False)]):
             vals = plan.evaluate(problem.exact(x), x)
             for k, rows in zip(term_kernels[cond.name], slices):
-                for term in problem._call(k, x, vals, param_tensors, s, ck, rows):
+                for term in problem._call(k, x, vals, param_tensors, s, ck, rows, at_partner):
                     scale = max(scale, _rms(term.detach().reshape(-1)))
         unset = [p for p, _ in problem.ir.params if p not in params and _uses(cond, p)]
         note = ""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import sympy
+from sympy.core.function import AppliedUndef
 
 from ..registry import FUNCTIONS, did_you_mean
 from . import _ast as A
@@ -35,7 +36,9 @@ BUILTIN_FUNCTIONS: dict[str, tuple[Callable, int, int | None]] = {
 }
 CONSTANTS = {"pi": sympy.pi, "e": sympy.E}
 #: calls with a meaning of their own (not functions of values)
-SPECIAL_CALLS = {"d", "lap", "dn", "pool"}
+SPECIAL_CALLS = {"d", "lap", "dn", "pool", "table"}
+#: the suffix of the SymPy function standing for a coefficient table while a spec is lowered
+TABLE_SUFFIX = "^table"
 
 _LARGEST_EXPONENT10 = 300  # constants beyond 1e300 are refused (they would overflow float64)
 
@@ -56,6 +59,7 @@ class Scope:
     normals: dict[str, sympy.Symbol] | None = None  # space coordinate -> outward normal component (a domain's boundary)
     field_names: tuple[str, ...] = ()
     let_spans: dict[str, A.Span] = field(default_factory=dict)
+    tables: bool = True  # whether coefficient tables may appear (not in 'exact': verify differentiates it)
 
 
 class ExprLowering:
@@ -100,6 +104,17 @@ class ExprLowering:
             value = scope.lets[name]
             if value is None:
                 return None  # its own error is already reported
+            used = tables_in(value)
+            what = "is a table" if used == [name] else f"reads the table '{used[0]}'" if used else ""
+            if used and not scope.allow_coordinates:
+                self.diag.error(node.span, f"{scope.where} must be a constant, but '{name}' {what}, "
+                                "a function of the coordinates")
+                return None
+            if used and not scope.tables:
+                self.diag.error(node.span, f"{scope.where} cannot use '{name}': it {what}, which defines no "
+                                "derivatives, and 'pinnspec verify' differentiates the exact solution; write the "
+                                "solution without the table")
+                return None
             if not scope.allow_coordinates and value.free_symbols & set(scope.coordinates.values()):
                 self.diag.error(node.span, f"{scope.where} must be a constant, but '{name}' depends on the coordinates")
                 return None
@@ -140,7 +155,9 @@ class ExprLowering:
         name = node.id
         head, _, suffix = name.partition("_")
         if head not in scope.fields:
-            if head in scope.lets or head in scope.params:
+            if scope.lets.get(head) is not None and tables_in(scope.lets[head]):
+                self.diag.error(node.span, table_derivative_message(tables_in(scope.lets[head])[0], name))
+            elif head in scope.lets or head in scope.params:
                 self.diag.error(node.span, f"subscript derivatives apply to fields; write d({head}, ...) for '{head}'")
             elif head in scope.field_names:
                 self.diag.error(node.span, f"the field '{head}' cannot appear in {scope.where}")
@@ -204,7 +221,7 @@ class ExprLowering:
     # ------------------------------------------------------------------ calls
     def _Call(self, node: A.Call, scope: Scope):
         name = node.func.name
-        if node.kwargs:
+        if node.kwargs and name != "table":
             self.diag.error(node.kwargs[0].span, f"'{name}' takes no keyword arguments")
             return None
         if name == "d":
@@ -215,6 +232,10 @@ class ExprLowering:
             return self._dn(node, scope)
         if name == "pool":
             self.diag.error(node.span, "pool(...) belongs in a 'loss' or 'grouping', not in an expression")
+            return None
+        if name == "table":
+            self.diag.error(node.span, "table(...) is the whole value of a let: write 'let a = table(\"FILE\")' "
+                            "and use 'a' here")
             return None
         if name in BUILTIN_FUNCTIONS:
             function, lo, hi = BUILTIN_FUNCTIONS[name]
@@ -261,7 +282,7 @@ class ExprLowering:
         expr = self.lower(node.args[0], scope)
         if expr is None or symbols is None:
             return None
-        return sympy.diff(expr, *symbols)
+        return self._no_table_derivative(sympy.diff(expr, *symbols), node, scope)
 
     def _one_arg(self, node: A.Call, scope: Scope):
         if len(node.args) != 1:
@@ -276,14 +297,17 @@ class ExprLowering:
         expr = self._one_arg(node, scope)
         if expr is None:
             return None
-        return sympy.Add(*(sympy.diff(expr, scope.coordinates[c], 2) for c in scope.space))
+        return self._no_table_derivative(sympy.Add(*(sympy.diff(expr, scope.coordinates[c], 2) for c in scope.space)),
+                                         node, scope)
 
     def _dn(self, node: A.Call, scope: Scope):
         if scope.normals is not None:
             expr = self._one_arg(node, scope)
             if expr is None:
                 return None
-            return sympy.Add(*(normal * sympy.diff(expr, scope.coordinates[c]) for c, normal in scope.normals.items()))
+            return self._no_table_derivative(
+                sympy.Add(*(normal * sympy.diff(expr, scope.coordinates[c]) for c, normal in scope.normals.items())),
+                node, scope)
         if scope.face is None:
             self.diag.error(node.span, "dn() is the outward normal derivative on a boundary face: "
                             "use it only in a 'boundary' condition")
@@ -292,7 +316,48 @@ class ExprLowering:
         if expr is None:
             return None
         coordinate, sign = scope.face
-        return sign * sympy.diff(expr, scope.coordinates[coordinate])
+        return self._no_table_derivative(sign * sympy.diff(expr, scope.coordinates[coordinate]), node, scope)
+
+    def _no_table_derivative(self, value: sympy.Expr, node: A.Call, scope: Scope):
+        """``value``, or None (reported at ``node``) when it holds a derivative of a coefficient table."""
+        differentiated = [d.expr for d in value.atoms(sympy.Derivative) if tables_in(d.expr)]
+        if not differentiated:
+            return value
+        self.diag.error(node.span, table_derivative_message(tables_in(differentiated[0])[0], f"{node.func.name}(...)"))
+        return None
+
+
+def keyword_arguments(diag: Collector, call: A.Call, known: list[str] | dict, name: str
+                      ) -> tuple[dict[str, A.KeywordArg], bool]:
+    """A call's keyword arguments by name, and whether all were fine: an unknown or repeated one is
+    reported (with a did-you-mean) and left out."""
+    given: dict[str, A.KeywordArg] = {}
+    ok = True
+    for kw in call.kwargs:
+        key = kw.name.name
+        if key not in known:
+            hint = did_you_mean(key, known)
+            more = f"; did you mean '{hint}'?" if hint else f" (it takes: {', '.join(known)})"
+            diag.error(kw.name.span, f"{name}() has no argument '{key}'{more}")
+            ok = False
+        elif key in given:
+            diag.error(kw.name.span, f"the argument '{key}' is given twice")
+            ok = False
+        else:
+            given[key] = kw
+    return given, ok
+
+
+def tables_in(value: sympy.Expr) -> list[str]:
+    """The coefficient tables (``let NAME = table(...)``) an expression reads, by name, sorted."""
+    return sorted({f.func.__name__[:-len(TABLE_SUFFIX)] for f in value.atoms(AppliedUndef)
+                   if f.func.__name__.endswith(TABLE_SUFFIX)})
+
+
+def table_derivative_message(table: str, written: str) -> str:
+    return (f"{written} differentiates the table '{table}', whose interpolation defines values, not derivatives: "
+            f"give the derivative as a table of its own (let {table}x = table(\"FILE\", column = \"{table}x\")) "
+            f"and write the equation in non-conservative form ({table}*u_xx + {table}x*u_x, not d({table}*u_x, x))")
 
 
 def _rational(text: str) -> sympy.Rational:

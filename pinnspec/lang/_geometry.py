@@ -12,6 +12,7 @@ import numpy as np
 from .. import geometry, ir
 from ..registry import did_you_mean
 from . import _ast as A
+from ._expr import keyword_arguments
 
 #: the built-in shape: the space box
 BOX = "box"
@@ -108,22 +109,12 @@ class GeometryLowering:
         if call.args:
             self.diag.error(call.args[0].span, f"shape arguments are given by keyword: {example}")
             return None
+        given, ok = keyword_arguments(self.diag, call, params, kind)
         values: dict = {}
-        ok = True
-        for kw in call.kwargs:
-            key = kw.name.name
-            if key not in params:
-                hint = did_you_mean(key, params)
-                more = f"; did you mean '{hint}'?" if hint else f" (it takes: {', '.join(params)})"
-                self.diag.error(kw.name.span, f"{kind}() has no argument '{key}'{more}")
-                ok = False
-            elif key in values:
-                self.diag.error(kw.name.span, f"the argument '{key}' is given twice")
-                ok = False
-            else:
-                value = self._value(kw.value, params[key], f"{kind}({key} = ...)", dim)
-                ok = ok and value is not None
-                values[key] = value
+        for key, kw in given.items():
+            value = self._value(kw.value, params[key], f"{kind}({key} = ...)", dim)
+            ok = ok and value is not None
+            values[key] = value
         missing = [k for k in params if k not in values]
         if missing and ok:  # after a misspelt argument, its did-you-mean says it all
             self.diag.error(call.span, f"{kind}() needs the argument{'s' if len(missing) > 1 else ''} "

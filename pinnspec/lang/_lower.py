@@ -15,9 +15,11 @@ import sympy
 from .. import catalog, ir
 from ..registry import did_you_mean, load_plugins
 from ..sampling._data import column_mapping, read_file_columns
+from ..sampling._table import METHODS, TableColumnError, table_columns, table_interpolator
 from . import _ast as A
 from ._diagnostics import Collector
-from ._expr import BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, ExprLowering, Scope, uses_call
+from ._expr import (BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, TABLE_SUFFIX, ExprLowering, Scope,
+                    keyword_arguments, uses_call)
 from ._geometry import BOX, GeometryLowering
 
 #: Points per condition when a spec gives none (documented in docs/reference.md).
@@ -61,6 +63,10 @@ class Lowering:
         self.condition_kinds: dict[str, str] = {}
         self.losses: dict[str, ir.WeightedSum] = {}
         self.groupings: dict[str, ir.Grouping] = {}
+        self.tables: dict[str, ir.Table] = {}  # let name -> its coefficient table
+        #: while lowering, a table is the function NAME^table of its coordinates (so that a derivative of it
+        #: shows); the IR holds the per-point symbol ir.table_value(NAME) instead
+        self.table_values: dict[sympy.Expr, sympy.Symbol] = {}
         self.geometry = GeometryLowering(self)
 
     # ================================================================== driver
@@ -113,7 +119,7 @@ class Lowering:
             coordinates=tuple(self.coordinates),
             fields=tuple(self.fields),
             params=tuple(self.param_values),
-            lets=tuple((k, v) for k, v in self.lets.items() if v is not None),
+            lets=tuple((k, v.xreplace(self.table_values)) for k, v in self.lets.items() if v is not None),
             conditions=tuple(self.conditions.values()),
             losses=tuple(self.losses.items()),
             groupings=tuple(self.groupings.values()),
@@ -125,6 +131,7 @@ class Lowering:
             training=training,
             source_dir=self.base_dir,
             domain=self.geometry.domain,
+            tables=tuple(self.tables.values()),
         )
 
     # ================================================================== structure & names
@@ -201,7 +208,8 @@ class Lowering:
                 self._declare(st.name, "grouping")
 
     def _scope(self, where: str, *, fields: bool = True, params: bool = True, coordinates: bool = True,
-               face: tuple[str, int] | None = None, normals: dict[str, sympy.Symbol] | None = None) -> Scope:
+               face: tuple[str, int] | None = None, normals: dict[str, sympy.Symbol] | None = None,
+               tables: bool = True) -> Scope:
         return Scope(
             where=where,
             coordinates=self.coord_symbols,
@@ -214,13 +222,68 @@ class Lowering:
             face=face,
             normals=normals,
             field_names=tuple(self.fields),
+            tables=tables,
         )
 
     # ================================================================== declarations
     def _let(self, st: A.Let):
-        value = self.expr.lower(st.value, self._scope(f"the let '{st.name.name}'"))
+        if isinstance(st.value, A.Call) and st.value.func.name == "table" and not st.value.bare:
+            value = self._table(st.name.name, st.value)
+        else:
+            value = self.expr.lower(st.value, self._scope(f"the let '{st.name.name}'"))
         if self.declared.get(st.name.name, (None, None))[1] == st.name.span:
             self.lets[st.name.name] = value
+
+    def _table(self, name: str, call: A.Call) -> sympy.Expr | None:
+        """``let NAME = table("FILE"[, method = M][, column = "C"])``: the file's columns matched to the
+        coordinates and its rows read and checked now (so that ``check`` reports a bad table)."""
+        ok = True
+        if len(call.args) != 1 or not isinstance(call.args[0], A.String):
+            where = call.args[1].span if len(call.args) > 1 else call.args[0].span if call.args else call.span
+            self.diag.error(where, 'table() takes one file name, as a quoted string: table("kappa.csv")')
+            ok = False
+        options, fine = keyword_arguments(self.diag, call, ["method", "column"], "table")
+        ok = ok and fine
+        method = METHODS[0]
+        if "method" in options:
+            value = options["method"].value
+            method = value.id if isinstance(value, A.Name) else None
+            if method not in METHODS:
+                hint = did_you_mean(method, METHODS) if method else None
+                more = f"; did you mean '{hint}'?" if hint else ""
+                self.diag.error(value.span, f"table(method = ...) must be one of {', '.join(METHODS)}{more}")
+                ok = False
+        column = None
+        if "column" in options:
+            value = options["column"].value
+            if isinstance(value, A.String):
+                column = value.value
+            else:
+                self.diag.error(value.span, 'table(column = ...) names a column of the file as a quoted string: '
+                                'column = "kappa"')
+                ok = False
+        if not ok:
+            return None
+        node = call.args[0]
+        full = node.value if os.path.isabs(node.value) else os.path.join(self.base_dir, node.value)
+        if not os.path.isfile(full):
+            self.diag.error(node.span, f"the table file '{node.value}' does not exist (looked for {full})")
+            return None
+        time = next((n for n in self.coord_symbols if n not in self.space_names), None)
+        try:
+            columns = table_columns(read_file_columns(full), self.space_names, time, column)
+            table_interpolator(full, columns, method)  # reads every row: numbers, finite, distinct points
+        except TableColumnError as exc:
+            self.diag.error(options["column"].value.span if exc.argument == "column" else node.span, str(exc))
+            return None
+        except (ValueError, OSError, UnicodeDecodeError) as exc:
+            self.diag.error(node.span, str(exc))
+            return None
+        self.tables[name] = ir.Table(name, node.value, columns.coordinates, columns.coordinate_columns,
+                                     columns.value_column, method)
+        value = sympy.Function(name + TABLE_SUFFIX, real=True)(*(self.coord_symbols[c] for c in columns.coordinates))
+        self.table_values[value] = ir.table_value(name)
+        return value
 
     def _symbols_from_tree(self):
         """Coordinate symbols and field functions before the intervals are checked
@@ -303,8 +366,11 @@ class Lowering:
         name = st.name.name
         if self.declared.get(name, (None, None))[1] != st.name.span:
             return  # a duplicate name: already reported
-        self.conditions[name] = ir.Condition(name, kind, region, tuple(residuals),
-                                             tuple(map(tuple, face_residuals)) if face_residuals else None,
+        def values(exprs):  # the tables as per-point inputs
+            return tuple(e.xreplace(self.table_values) for e in exprs)
+
+        self.conditions[name] = ir.Condition(name, kind, region, values(residuals),
+                                             tuple(map(values, face_residuals)) if face_residuals else None,
                                              st.span.line)
 
     def _lower_relations(self, st, relations, where, face=None, normals=None):
@@ -719,7 +785,7 @@ class Lowering:
                         ok = False
                         continue
                     value = self.expr.lower(rel.rhs, self._scope(f"the exact solution of '{rel.lhs.id}'",
-                                                                 fields=False, params=False))
+                                                                 fields=False, params=False, tables=False))
                     if value is not None:
                         value = self._defined(value, rel.rhs.span)
                     if value is None:

@@ -22,6 +22,15 @@ field u
 equation pde: u_xx + u_yy = 0
 """
 HOLE = "shape hole = disk(center = (0, 0), radius = 0.5)\n"
+#: coefficient table files the rows below read, written next to the spec (HEAD's coordinates: x, t)
+TABLE_FILES = {
+    "k.csv": "x,k\n-1,1\n0,2\n1,3\n",
+    "kq.csv": "x,k,q\n-1,1,0\n0,2,0\n1,3,0\n",
+    "coords.csv": "x,t\n-1,0\n1,1\n",
+    "tk.csv": "T,k\n0,1\n1,2\n",
+    "nan.csv": "x,k\n-1,1\n0,nan\n1,3\n",
+}
+TABLE = 'let a = table("k.csv")\n'
 
 CASES = [
     # --- syntax
@@ -143,6 +152,31 @@ CASES = [
     ("exact and reference", HEAD + PDE + "exact u = x\nreference cole_hopf_burgers()\n", 7, 1, "not both"),
     ("missing data file", HEAD + PDE + 'data obs from "nofile.csv": u\n', 6, 15, "does not exist"),
     ("unknown reference", HEAD + PDE + "reference colehopf()\n", 6, 11, "unknown reference"),
+    # --- coefficient tables
+    ("table file missing", HEAD + 'let a = table("no.csv")\n' + PDE, 5, 15, "does not exist"),
+    ("table without value column", HEAD + 'let a = table("coords.csv")\n' + PDE, 5, 15, "no value column"),
+    ("table with two value columns", HEAD + 'let a = table("kq.csv")\n' + PDE, 5, 15, 'column = "k"'),
+    ("table value column unknown", HEAD + 'let a = table("kq.csv", column = "kk")\n' + PDE, 5, 34,
+     "no column 'kk'"),
+    ("table coordinate column missing", HEAD + 'let a = table("tk.csv")\n' + PDE, 5, 15, "no column 'x'"),
+    ("table method unknown", HEAD + 'let a = table("k.csv", method = linaer)\n' + PDE, 5, 33,
+     "did you mean 'linear'"),
+    ("table argument unknown", HEAD + 'let a = table("k.csv", methd = nearest)\n' + PDE, 5, 24,
+     "did you mean 'method'"),
+    ("table file not a string", HEAD + "let a = table(k)\n" + PDE, 5, 15, "quoted string"),
+    ("table non-finite value", HEAD + 'let a = table("nan.csv")\n' + PDE, 5, 15, "non-finite"),
+    ("table inside an expression", HEAD + 'let a = 2*table("k.csv")\n' + PDE, 5, 11, "whole value of a let"),
+    ("table differentiated by d", HEAD + TABLE + "equation pde: u_t = d(a*u_x, x)\n", 6, 21,
+     "differentiates the table 'a'"),
+    ("table differentiated by subscript", HEAD + TABLE + "equation pde: u_t = a_x*u\n", 6, 21,
+     "non-conservative form"),
+    ("table differentiated by lap", HEAD + TABLE + "equation pde: u_t = lap(a*u)\n", 6, 21,
+     "differentiates the table 'a'"),
+    ("table differentiated by dn", HEAD + TABLE + PDE + "boundary bc on x = 1: dn(a*u) = 0\n", 7, 23,
+     "differentiates the table 'a'"),
+    ("table where a constant is needed", HEAD + TABLE + PDE + "boundary bc on x = a: u = 0\n", 7, 20,
+     "must be a constant, but 'a' is a table"),
+    ("table in the exact solution", HEAD + TABLE + PDE + "exact u = a*t\n", 7, 11, "cannot use 'a'"),
     # --- training statements
     ("unknown surgery", HEAD + PDE + "surgery pcgrd\n", 6, 9, "did you mean 'pcgrad'"),
     ("unknown optimizer", HEAD + PDE + "optimizer adma(lr = 1e-3)\n", 6, 11, "did you mean 'adam'"),
@@ -170,6 +204,8 @@ def test_table_is_large_enough():
 
 @pytest.mark.parametrize("text,line,column,phrase", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_malformed_spec(text, line, column, phrase, tmp_path):
+    for name, content in TABLE_FILES.items():
+        (tmp_path / name).write_text(content)
     with pytest.raises(SpecError) as info:
         loads(text, filename="bad.pinn", base_dir=str(tmp_path))
     err = info.value
