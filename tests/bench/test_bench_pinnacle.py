@@ -1,0 +1,116 @@
+"""bench pinnacle: the case specs (PINNacle's protocol, verify), the method names, the metrics against loops,
+and one tiny end-to-end run that restarts."""
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pinnspec
+from pinnspec import bench
+from pinnspec.bench import _pinnacle
+from pinnspec.compiler._verify import verify
+from pinnspec.lang import load
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "benchmarks" / "pinnacle" / "cases"
+#: cases with a closed-form solution (the others are scored against PINNacle's COMSOL files)
+EXACT = ("heat2dms", "wave1dc", "pnd", "pinv", "hinv")
+
+
+@pytest.mark.parametrize("method, surgery, align", [
+    ("adam", "none", "none"), ("config", "config", "none"), ("config+gua", "config", "gua"),
+    ("pcgrad", "pcgrad", "none"), ("adam+gua", "none", "gua"), ("cagrad(c = 0.4)+gua", "cagrad(c = 0.4)", "gua"),
+])
+def test_method_names(method, surgery, align):
+    assert _pinnacle.method_settings(method) == {"surgery": surgery, "align": align}
+
+
+def test_method_without_surgery_is_an_error():
+    with pytest.raises(_pinnacle.BenchError, match="names no surgery method"):
+        _pinnacle.method_settings("+gua")
+
+
+def test_case_names():
+    assert _pinnacle.case_names("all") == ["burgers1d", "poisson2dc", "ns2dc", "heat2dms", "wave1dc", "pnd", "pinv",
+                                           "hinv"]
+    assert _pinnacle.case_names("pnd,pinvpinnacle") == ["pnd", "pinvpinnacle"]
+    with pytest.raises(_pinnacle.BenchError, match="did you mean 'burgers1d'"):
+        _pinnacle.case_names("burgers1")
+
+
+def test_published_numbers_are_consistent():
+    for case in _pinnacle.CASES.values():
+        assert 0 < case.best <= case.vanilla, case.name
+
+
+def test_metrics_against_loops():
+    rng = np.random.default_rng(0)
+    reference, prediction = rng.normal(size=(50, 3)), rng.normal(size=(50, 3))  # [n, k]
+    sq = sum((p - r) ** 2 for pr, rr in zip(prediction, reference) for p, r in zip(pr, rr))
+    ref_sq = sum(r ** 2 for rr in reference for r in rr)
+    ab = sum(abs(p - r) for pr, rr in zip(prediction, reference) for p, r in zip(pr, rr))
+    ref_ab = sum(abs(r) for rr in reference for r in rr)
+    found = _pinnacle.metrics(prediction, reference)
+    assert found["l2re"] == pytest.approx(math.sqrt(sq / ref_sq), rel=1e-12)
+    assert found["l1re"] == pytest.approx(ab / ref_ab, rel=1e-12)
+    assert found["mse"] == pytest.approx(sq / reference.size, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", list(_pinnacle.CASES))
+def test_case_specs_follow_pinnacles_protocol(name):
+    spec = load(CASES / f"{name}.pinn")
+    problem, training = spec.ir, spec.ir.training
+    assert problem.name == name
+    assert str(training.model) == "mlp(width = 100, depth = 5, activation = tanh, init = xavier)"
+    assert str(training.optimizer).startswith("adam(lr = 0.001, beta1 = 0.9, beta2 = 0.999")
+    assert str(training.schedule) == "constant()"
+    assert str(training.surgery) == "none()" and str(training.align) == "none()"
+    assert training.setting("epochs") == 20000
+    assert problem.sampling.sampler.name == "hammersley" and problem.sampling.resample_every is None
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_exact_cases_verify(name):
+    checks = {c.name: c for c in verify(pinnspec.compile(CASES / f"{name}.pinn"))}
+    for check in checks.values():
+        if check.name == "obs":  # noisy observations: the residual of the exact u is the noise, sd 0.1
+            assert check.rms == pytest.approx(0.1, rel=0.05)
+        else:
+            assert check.passed and check.judged, (check.name, check.relative)
+
+
+def test_verify_flags_pinnacles_source_term_for_pinv():
+    checks = {c.name: c for c in verify(pinnspec.compile(CASES / "pinvpinnacle.pinn"))}
+    assert not checks["poisson"].passed and checks["coefficient"].passed
+
+
+def test_end_to_end_and_restart(tmp_path, capsys):
+    # burgers1d with fewer points, so that two epochs take a second
+    text = (CASES / "burgers1d.pinn").read_text(encoding="utf-8")
+    text = text.replace("points burgers 8192, walls 2048, ic 2048", "points burgers 128, walls 32, ic 32")
+    text = text.replace('"../ref/burgers1d.dat"', json.dumps(str(ROOT / "benchmarks" / "pinnacle" / "ref" /
+                                                                 "burgers1d.dat")))
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    (cases / "burgers1d.pinn").write_text(text, encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["--cases", "burgers1d", "--methods", "adam,config+gua", "--epochs", "2", "--jobs", "1", "--threads", "1",
+            "--cases-dir", str(cases), "--out", str(out)]
+    assert bench.main("pinnacle", argv) == 0
+    printed = capsys.readouterr().out
+    assert "trained 2 run(s), 4 epochs" in printed
+    with open(out / "pinnacle.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["method"] for r in rows] == ["adam", "config+gua"]
+    for row in rows:
+        result = json.loads((out / "runs" / "burgers1d" / row["method"] / "seed=0" / "result.json").read_text())
+        assert row["completed"] == "1" and result["best_epoch"] == 2
+        assert float(row["l2re_mean"]) == pytest.approx(result["rel_l2"], rel=1e-5)  # numpy vs the trainer's torch
+        assert float(row["pinnacle_vanilla"]) == _pinnacle.CASES["burgers1d"].vanilla
+    assert (out / "plots" / "burgers1d.png").stat().st_size > 0
+    assert bench.main("pinnacle", argv) == 0  # everything finished: nothing is trained again
+    assert "trained no runs" in capsys.readouterr().out
