@@ -120,8 +120,9 @@ def format_ir(problem: ir.Problem) -> str:
     out.append(f"  fields: {', '.join(problem.fields)}")
     if problem.params:
         out.append("  params: " + ", ".join(f"{n} = {v:g}" for n, v in problem.params))
+    tables = {t.name: t for t in problem.tables}
     for name, value in problem.lets:
-        out.append(f"  let {name} = {math(value)}")
+        out.append(f"  let {name} = {tables[name] if name in tables else math(value)}")
     out.append("conditions")
     for c in problem.conditions:
         n = problem.sampling.count(c.name)
