@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch CPU threads per run (default: the cores divided by --jobs)")
     p.add_argument("--compile", choices=["off", "on", "graphs"], default=None,
                    help="the runs' compile setting (default: the specs' own, off); on a GPU 'on' is fastest")
+    p.add_argument("--table-only", action="store_true",
+                   help="train nothing: write the table and plots from the runs already in --out (finished runs "
+                        "are scored, the others counted as not completed)")
     p.add_argument("--cases-dir", metavar="DIR", default=None,
                    help=f"the folder of the case specs (default {CASES_DIR} in the working directory or the "
                         f"checkout)")
@@ -199,7 +202,10 @@ def _run(args) -> int:
     sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed={**fixed, **settings[method]},
                     out=os.path.join(args.out, "runs", case, _slug(method))) for case, method in cells]
     started = time.perf_counter()
-    reports = run_sweeps(sweeps, jobs=args.jobs, threads=args.threads)
+    if args.table_only:
+        reports = run_sweeps(sweeps, dry_run=True, log=lambda line: None)
+    else:
+        reports = run_sweeps(sweeps, jobs=args.jobs, threads=args.threads)
     wall = time.perf_counter() - started
     trained = sum(_epochs_trained(o) for r in reports for o in r.outcomes.values())
 
@@ -253,7 +259,7 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict) -> 
              f"(arXiv:2306.08827), mean L2RE after 20,000 iterations; best = the smallest of its methods.", "",
              f"This call trained {throughput['runs']} run(s), {throughput['epochs']} epochs in "
              f"{throughput['wall_s']:.1f} s wall: {rate:.1f} epochs/s in aggregate." if rate else
-             "This call trained no runs (all were finished).", "",
+             "This call trained no runs (--table-only, or every run had finished).", "",
              "| case | method | runs | L2RE | L1RE | MSE | epochs/s (one run) | PINNacle vanilla | PINNacle best |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:

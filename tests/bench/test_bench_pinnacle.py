@@ -114,3 +114,9 @@ def test_end_to_end_and_restart(tmp_path, capsys):
     assert (out / "plots" / "burgers1d.png").stat().st_size > 0
     assert bench.main("pinnacle", argv) == 0  # everything finished: nothing is trained again
     assert "trained no runs" in capsys.readouterr().out
+    (out / "runs" / "burgers1d" / "adam" / "seed=0" / "result.json").unlink()  # as if killed before the end
+    (out / "pinnacle.csv").unlink()
+    assert bench.main("pinnacle", argv + ["--table-only"]) == 0  # scores what is there, trains nothing
+    with open(out / "pinnacle.csv", encoding="utf-8") as fh:
+        assert [r["completed"] for r in csv.DictReader(fh)] == ["0", "1"]
+    assert not (out / "runs" / "burgers1d" / "adam" / "seed=0" / "result.json").exists()
