@@ -227,6 +227,49 @@ def observed(field_name: str) -> sympy.Symbol:
     return sympy.Symbol(f"{field_name}^obs", real=True)
 
 
+# ------------------------------------------------------------------ reports
+
+
+def report_integral(report: str, index: int) -> sympy.Symbol:
+    """The symbol standing for the value of the ``index``-th integral (or mean) of ``report`` in
+    :attr:`Report.value`."""
+    return sympy.Symbol(f"{report}[{index}]", real=True)
+
+
+@dataclass(frozen=True)
+class ReportIntegral:
+    """One ``integral(PART, EXPR)`` or ``mean(PART, EXPR)`` of a report.
+
+    reduction: "integral" (the integral over the region) | "mean" (the integral over the region's measure);
+    region:    FaceRegion (faces of the space box), DomainBoundary (parts of a domain's boundary; the
+               integrand may read the outward normal ``normal(c)``) or DomainInterior (the domain itself);
+    integrand: of fields, their derivatives, coordinates, params, tables and (on a boundary) normals;
+    time:      the value of the time coordinate the integral is taken at (None: a steady problem).
+    """
+
+    symbol: sympy.Symbol
+    reduction: str
+    region: "Region"
+    integrand: sympy.Expr
+    time: float | None = None
+
+    def __str__(self) -> str:
+        at = f" at time {self.time:g}" if self.time is not None else ""
+        return f"{self.reduction} over {self.region}{at}"
+
+
+@dataclass(frozen=True)
+class Report:
+    """``report NAME = EXPR``: a number computed from the trained fields after training.
+
+    value: a constant expression of the integrals' symbols (:func:`report_integral`) and params."""
+
+    name: str
+    value: sympy.Expr
+    integrals: tuple[ReportIntegral, ...]
+    line: int = 0
+
+
 # ------------------------------------------------------------------ losses
 
 
@@ -418,6 +461,7 @@ class Problem:
     source_dir: str = field(default=".", compare=False)
     domain: Domain | None = None  # None: the space box
     tables: tuple[Table, ...] = ()  # the coefficient tables the conditions read (ir.table_value)
+    reports: tuple[Report, ...] = ()  # `report` statements, in file order
 
     # convenience --------------------------------------------------------
     @property

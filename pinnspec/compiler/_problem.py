@@ -31,6 +31,7 @@ from ..sampling._table import TableColumns, TableInterpolator, table_interpolato
 from ._codegen import Kernel, build_kernels, generate_kernel
 from ._operators import find_operators
 from ._plan import DerivativePlan
+from ._reports import ReportEvaluator
 
 #: Fixed streams for the test and validation points: the same for every training seed.
 TEST_STREAM, VALIDATION_STREAM = 7_000_001, 7_000_002
@@ -173,6 +174,7 @@ class CompiledProblem:
         self._file_rows = None  # a reference file's (points, values), read once
         self._test = None
         self._validation = None
+        self._report_evaluator: ReportEvaluator | None = None
 
     # ================================================================== points
     def sample(self, epoch: int, seed: int | None = None, *, device="cpu", dtype=torch.float32) -> Points:
@@ -354,6 +356,19 @@ class CompiledProblem:
                         split = split and owner.setdefault(self.condition_kernels[c].set_index, i) == i
             self._owners[grouping] = tuple(owner.get(index, -1) for index in self.by_set) if split else None
         return self._owners[grouping]
+
+    # ================================================================== reports
+    def reports(self, model, params: dict[str, torch.Tensor | float] | None = None, *, device=None,
+                dtype=None) -> dict[str, float]:
+        """Every ``report`` of the spec for ``model`` (a network, or any function of ``[N, d]`` points ->
+        ``[N, n_fields]`` such as :meth:`exact`), in file order: ``{name: value}`` (an empty dict for a spec
+        without reports).  ``params``: the trained ``param`` values by name (tensors or numbers; default the
+        spec's initial values).  The integrals are quadratures (docs/reference.md, ``report``) evaluated in the
+        model's dtype on its device (``device``, ``dtype`` override them; a plain function: float64 on the
+        CPU), summed in float64.  The model is not changed; its mode (train/eval) is left as it is."""
+        if self._report_evaluator is None:
+            self._report_evaluator = ReportEvaluator(self)
+        return self._report_evaluator.evaluate(model, params, device=device, dtype=dtype)
 
     # ================================================================== reference
     def exact(self, x: torch.Tensor) -> torch.Tensor:

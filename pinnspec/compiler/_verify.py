@@ -51,8 +51,19 @@ class ConditionCheck:
         return (not self.judged) or (math.isfinite(self.rms) and self.rms <= self.rtol * self.scale)
 
 
+class Checks(list):
+    """The :class:`ConditionCheck` of every condition, and ``reports``: every ``report`` of the spec
+    evaluated on the exact solution (``{name: value}``, empty without reports)."""
+
+    reports: dict[str, float]
+
+    def __init__(self, checks=(), reports: dict[str, float] | None = None):
+        super().__init__(checks)
+        self.reports = dict(reports or {})
+
+
 def verify(problem: CompiledProblem, *, seed: int = 0, params: dict[str, float] | None = None,
-           rtol: float = DEFAULT_RTOL) -> list[ConditionCheck]:
+           rtol: float = DEFAULT_RTOL) -> Checks:
     if problem.exact_kernel is None:
         raise ValueError(f"the problem '{problem.ir.name}' has no 'exact' solution: verify needs one "
                          "(add 'exact FIELD = EXPR, ...')")
@@ -93,7 +104,7 @@ def verify(problem: CompiledProblem, *, seed: int = 0, params: dict[str, float] 
                     f"pass --param {unset[0]}=VALUE to judge it")
         checks.append(ConditionCheck(cond.name, r.shape[0], float(r.abs().max()), _rms(r.reshape(-1)),
                                      scale, judged=not unset, note=note, rtol=rtol))
-    return checks
+    return Checks(checks, problem.reports(problem.exact, values))
 
 
 def _rms(t: torch.Tensor) -> float:
@@ -131,4 +142,8 @@ def format_checks(checks: list[ConditionCheck], title: str) -> str:
                      f"{c.relative:>12.3e}  {result}")
         if c.note:
             lines.append(f"{'':14}  note: {c.note}")
+    reports = getattr(checks, "reports", None)
+    if reports:
+        lines.append("reports on the exact solution (quadrature)")
+        lines.extend(f"  {name} = {value:.15g}" for name, value in reports.items())
     return "\n".join(lines)

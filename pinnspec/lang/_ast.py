@@ -383,6 +383,16 @@ class Validate(Statement):
 
 
 @dataclass(frozen=True)
+class Report(Statement):
+    """``report NAME = EXPR``: a quantity computed from the trained fields, EXPR made of
+    ``integral(PART, EXPR)`` / ``mean(PART, EXPR)`` calls and constants."""
+
+    name: Ident
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
 class Setting(Statement):
     """``model``/``optimizer``/``schedule``/``surgery``/``align`` CALL."""
 
@@ -434,6 +444,7 @@ _KEYWORDS = {
     Reference: "reference",
     Test: "test",
     Validate: "validate",
+    Report: "report",
     Train: "train",
 }
 

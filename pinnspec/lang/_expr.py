@@ -36,7 +36,9 @@ BUILTIN_FUNCTIONS: dict[str, tuple[Callable, int, int | None]] = {
 }
 CONSTANTS = {"pi": sympy.pi, "e": sympy.E}
 #: calls with a meaning of their own (not functions of values)
-SPECIAL_CALLS = {"d", "lap", "dn", "pool", "table"}
+SPECIAL_CALLS = {"d", "lap", "dn", "normal", "pool", "table", "integral", "mean"}
+#: the reductions of a `report` (pinnspec.lang._report)
+REPORT_CALLS = ("integral", "mean")
 #: the suffix of the SymPy function standing for a coefficient table while a spec is lowered
 TABLE_SUFFIX = "^table"
 
@@ -60,6 +62,7 @@ class Scope:
     field_names: tuple[str, ...] = ()
     let_spans: dict[str, A.Span] = field(default_factory=dict)
     tables: bool = True  # whether coefficient tables may appear (not in 'exact': verify differentiates it)
+    in_report: bool = False  # inside a report's integral(...) or mean(...)
 
 
 class ExprLowering:
@@ -221,6 +224,11 @@ class ExprLowering:
     # ------------------------------------------------------------------ calls
     def _Call(self, node: A.Call, scope: Scope):
         name = node.func.name
+        if name in REPORT_CALLS:
+            self.diag.error(node.span, f"{name}(PART, EXPR) belongs in a 'report' (report NAME = {name}(...)), "
+                            f"and not inside another {name}(...)" if scope.in_report else
+                            f"{name}(PART, EXPR) belongs in a 'report' (report NAME = {name}(...)), not in {scope.where}")
+            return None
         if node.kwargs and name != "table":
             self.diag.error(node.kwargs[0].span, f"'{name}' takes no keyword arguments")
             return None
@@ -230,6 +238,8 @@ class ExprLowering:
             return self._lap(node, scope)
         if name == "dn":
             return self._dn(node, scope)
+        if name == "normal":
+            return self._normal(node, scope)
         if name == "pool":
             self.diag.error(node.span, "pool(...) belongs in a 'loss' or 'grouping', not in an expression")
             return None
@@ -310,13 +320,31 @@ class ExprLowering:
                 node, scope)
         if scope.face is None:
             self.diag.error(node.span, "dn() is the outward normal derivative on a boundary face: "
-                            "use it only in a 'boundary' condition")
+                            "use it only in a 'boundary' condition or in a report's integral over a boundary part")
             return None
         expr = self._one_arg(node, scope)
         if expr is None:
             return None
         coordinate, sign = scope.face
         return self._no_table_derivative(sign * sympy.diff(expr, scope.coordinates[coordinate]), node, scope)
+
+    def _normal(self, node: A.Call, scope: Scope):
+        """``normal(c)``: the component along the space coordinate ``c`` of the outward unit normal."""
+        space = ", ".join(scope.space) or "none"
+        if len(node.args) != 1 or not isinstance(node.args[0], A.Name) or node.args[0].id not in scope.space:
+            where = node.args[0].span if len(node.args) == 1 else node.span
+            self.diag.error(where, f"normal(c) takes one space coordinate, the component it gives "
+                            f"(space coordinates are: {space})")
+            return None
+        coordinate = node.args[0].id
+        if scope.normals is not None:
+            return scope.normals[coordinate]
+        if scope.face is not None:
+            face_coordinate, sign = scope.face
+            return sympy.Integer(sign if coordinate == face_coordinate else 0)
+        self.diag.error(node.span, "normal(c) is the outward unit normal on a boundary: use it only in a "
+                        "'boundary' condition or in a report's integral over a boundary part")
+        return None
 
     def _no_table_derivative(self, value: sympy.Expr, node: A.Call, scope: Scope):
         """``value``, or None (reported at ``node``) when it holds a derivative of a coefficient table."""

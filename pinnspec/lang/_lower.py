@@ -21,6 +21,7 @@ from ._diagnostics import Collector
 from ._expr import (BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, TABLE_SUFFIX, ExprLowering, Scope,
                     keyword_arguments, uses_call)
 from ._geometry import BOX, GeometryLowering
+from ._report import ReportLowering
 
 #: Points per condition when a spec gives none (documented in docs/reference.md).
 DEFAULT_POINTS = {"equation": 1000, "initial": 100, "boundary": 100, "periodic": 100}
@@ -68,6 +69,7 @@ class Lowering:
         #: shows); the IR holds the per-point symbol ir.table_value(NAME) instead
         self.table_values: dict[sympy.Expr, sympy.Symbol] = {}
         self.geometry = GeometryLowering(self)
+        self.reports: list[ir.Report] = []
 
     # ================================================================== driver
     def run(self) -> ir.Problem | None:
@@ -105,6 +107,10 @@ class Lowering:
             self._loss(st)
         for st in by_kind.get("grouping", []):
             self._grouping(st)
+        for st in by_kind.get("report", []):
+            report = ReportLowering(self).report(st)
+            if report is not None and self.declared.get(st.name.name, (None, None))[1] == st.name.span:
+                self.reports.append(report)
         sampling = self._sampling(by_kind)
         reference = self._reference(by_kind)
         test = self._test(by_kind)
@@ -132,6 +138,7 @@ class Lowering:
             source_dir=self.base_dir,
             domain=self.geometry.domain,
             tables=tuple(self.tables.values()),
+            reports=tuple(self.reports),
         )
 
     # ================================================================== structure & names
@@ -206,6 +213,8 @@ class Lowering:
                 self._declare(st.name, "loss")
             elif isinstance(st, A.Grouping):
                 self._declare(st.name, "grouping")
+            elif isinstance(st, A.Report):
+                self._declare(st.name, "report")
 
     def _scope(self, where: str, *, fields: bool = True, params: bool = True, coordinates: bool = True,
                face: tuple[str, int] | None = None, normals: dict[str, sympy.Symbol] | None = None,
@@ -470,10 +479,10 @@ class Lowering:
         faces = self._faces(st.selector)
         if faces is None:
             # still check the expressions (without dn) to report their errors too
-            if not any(uses_call(r, "dn") for r in st.relations):
+            if not any(uses_call(r, "dn") or uses_call(r, "normal") for r in st.relations):
                 self._lower_relations(st, st.relations, where)
             return
-        if any(uses_call(r, "dn") for r in st.relations):
+        if any(uses_call(r, "dn") or uses_call(r, "normal") for r in st.relations):
             per_face = [self._lower_relations(st, st.relations, where, face=(f.coordinate, f.normal_sign)) if i == 0
                         else self._quiet(lambda f=f: self._lower_relations(st, st.relations, where,
                                                                            face=(f.coordinate, f.normal_sign)))

@@ -288,6 +288,9 @@ class ToAst(Transformer):
     def validate_test(self, meta, c):
         return A.Validate(None, _number(c[0]), _span(meta))
 
+    def report_stmt(self, meta, c):
+        return A.Report(_ident(c[0]), c[1], _span(meta))
+
     # training
     def _setting(kind):
         def method(self, meta, c):
@@ -427,6 +430,11 @@ _EXAMPLES = {
     "a data condition is written 'data NAME from \"FILE\": FIELD, ...'": [
         "problem p\ndata obs from obs.csv: u\n",
         "problem p\ndata obs \"obs.csv\": u\n",
+    ],
+    "a report is written 'report NAME = integral(PART, EXPR)', e.g. 'report flux = integral(rim, dn(u))'": [
+        "problem p\nreport flux integral(rim, u)\n",
+        "problem p\nreport = integral(rim, u)\n",
+        "problem p\nreport flux: integral(rim, u)\n",
     ],
     "settings are written 'train KEY = VALUE, ...', e.g. 'train epochs = 1000'": [
         "problem p\ntrain epochs 1000\n",

@@ -145,6 +145,13 @@ def format_ir(problem: ir.Problem) -> str:
         out.append(f"  {g.name}: m = {g.m}, tasks [{tasks}]{mark}")
         for i, t in enumerate(g.tasks):
             out.append(f"    task {i}: {t}")
+    if problem.reports:
+        out.append("reports")
+        for report in problem.reports:
+            labels = {i.symbol: sympy.Symbol(f"[{k + 1}]") for k, i in enumerate(report.integrals)}
+            out.append(f"  {report.name} = {math(report.value.xreplace(labels))}")
+            for k, integral in enumerate(report.integrals):
+                out.append(f"    [{k + 1}] {integral}: {math(integral.integrand)}")
     s = problem.sampling
     resample = "never" if s.resample_every is None else f"every {s.resample_every} epoch(s)"
     out.append(f"sampling: {s.sampler}, resample {resample}")

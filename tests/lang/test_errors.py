@@ -22,6 +22,12 @@ field u
 equation pde: u_xx + u_yy = 0
 """
 HOLE = "shape hole = disk(center = (0, 0), radius = 0.5)\n"
+DOMAIN = PLATE + HOLE + "domain plate = box - hole\n"  # six lines
+
+
+def _report(value: str, head: str = DOMAIN) -> str:
+    """A spec ending in the line 'report r = VALUE' (VALUE from column 12)."""
+    return f"{head}report r = {value}\n"
 #: coefficient table files the rows below read, written next to the spec (HEAD's coordinates: x, t)
 TABLE_FILES = {
     "k.csv": "x,k\n-1,1\n0,2\n1,3\n",
@@ -191,6 +197,25 @@ CASES = [
     ("unknown grouping in train", HEAD + PDE + "grouping two = [pde]\ntrain grouping = tw\n", 7, 18, "did you mean 'two'"),
     ("trailing comma", "problem p\nspace x in [0, 1],\n  y in [0, 1]\nfield u\n", 2, 19, "only inside brackets"),
     ("bad device", HEAD + PDE + "train device = gpu\n", 6, 16, "one of auto, cpu, cuda"),
+    # --- reports
+    ("report without integral", _report("3"), 7, 12, "computes nothing"),
+    ("report over an unknown shape", _report("integral(hol, u)"), 7, 21, "did you mean 'hole'"),
+    ("field outside a report's integral", _report("u*integral(hole, u)"), 7, 12,
+     "the field 'u' cannot appear in the report 'r' outside integral"),
+    ("report without its time", _report("integral(x = 1, u)", HEAD + PDE), 6, 12, "time coordinate 't'"),
+    ("report time outside the interval", _report("integral(x = 1, u, t = 2)", HEAD + PDE), 6, 35,
+     "outside the time interval"),
+    ("report integral without its part", _report("integral(hole)"), 7, 12, "takes PART, EXPR"),
+    ("report integral with an unknown keyword", _report("integral(hole, u, z = 1)"), 7, 30,
+     "no coordinate"),
+    ("integral in an equation", PLATE + "equation q: integral(x = 1, u) = 0\n", 5, 13, "belongs in a 'report'"),
+    ("nested integral", _report("integral(hole, integral(hole, u))"), 7, 27, "not inside another"),
+    ("dn in an area integral", _report("integral(plate, dn(u))"), 7, 28, "report's integral over a"),
+    ("normal in an equation", PLATE + "equation q: u*normal(x) = 0\n", 5, 15, "normal(c) is the outward unit normal"),
+    ("normal of a non-coordinate", _report("integral(hole, normal(z))"), 7, 34, "one space coordinate"),
+    ("integral over a shape without a domain", _report("integral(hole, u)", PLATE + HOLE), 6, 21,
+     "declares no 'domain'"),
+    ("report without equals", PLATE + "report r integral(x = 1, u)\n", 5, 10, "a report is written"),
     # --- structure
     ("no problem statement", "space x in [0, 1]\nfield u\nequation pde: u_xx = 0\n", 1, 1, "start with 'problem"),
     ("empty spec", "", 1, 1, "empty"),
