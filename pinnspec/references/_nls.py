@@ -56,13 +56,13 @@ from typing import Callable
 import numpy as np
 
 from ._base import GridReference
+from ._stepping import SteppedSolution, step_count
 
 __all__ = ["NLSSolution", "nls_reference", "nls_grid", "NLSReference", "nls"]
 
 T_FINAL = math.pi / 2
 DEFAULT_STEPS = 4000                 # default dt = (pi/2) / 4000
 _STORE_BYTES = 64 * 2**20            # budget for stored slices
-_BLOCK_ELEMENTS = 1 << 18            # rows x modes per vectorised block
 
 _CBRT2 = 2.0 ** (1.0 / 3.0)
 _YOSHIDA = (1.0 / (2.0 - _CBRT2), -_CBRT2 / (2.0 - _CBRT2), 1.0 / (2.0 - _CBRT2))
@@ -75,7 +75,7 @@ def _two_sech(x: np.ndarray) -> np.ndarray:
     return 4.0 * e / (1.0 + e * e)
 
 
-class NLSSolution:
+class NLSSolution(SteppedSolution):
     """Solve the periodic NLS once; evaluate h = u + i v anywhere in the box.
 
     Parameters
@@ -104,13 +104,8 @@ class NLSSolution:
             raise ValueError("need finite x_min < x_max")
         if not (math.isfinite(t_final) and t_final > 0.0):
             raise ValueError("t_final must be positive")
-        if dt is None:
-            dt = t_final / DEFAULT_STEPS
-        dt = float(dt)
-        if not (math.isfinite(dt) and dt > 0.0):
-            raise ValueError(f"dt must be positive, got {dt!r}")
-        mult = max(1, int(steps_multiple_of))
-        n_steps = mult * max(1, math.ceil(t_final / dt / mult - 1e-9))
+        dt = t_final / DEFAULT_STEPS if dt is None else float(dt)
+        n_steps = step_count(t_final, dt, steps_multiple_of)
 
         self.modes = modes
         self.order = int(order)
@@ -130,22 +125,7 @@ class NLSSolution:
         if not np.all(np.isfinite(h)):
             raise ValueError("initial condition is not finite on the nodes")
 
-        self.stride = max(1, math.ceil((n_steps + 1) * modes * 16 / _STORE_BYTES))
-        n_store = n_steps // self.stride + 1
-        self._slices = np.empty((n_store, modes), dtype=np.complex128)
-        self._slices[0] = h
-        for n in range(1, n_steps + 1):
-            h = self._step(h, self.dt)
-            if n % self.stride == 0:
-                self._slices[n // self.stride] = h
-        if n_steps % self.stride:                                    # keep the final time too
-            self._slices = np.concatenate([self._slices, h[None]], axis=0)
-            self.times = np.append(np.arange(n_store) * self.stride * self.dt, t_final)
-        else:
-            self.times = np.arange(n_store) * self.stride * self.dt
-            self.times[-1] = t_final
-        self._slices.setflags(write=False)
-        self.times.setflags(write=False)
+        self._integrate(h, lambda state: self._step(state, self.dt), _STORE_BYTES)
 
     # -- time stepping ---------------------------------------------------------------
     def _step(self, h: np.ndarray, tau) -> np.ndarray:
@@ -160,33 +140,14 @@ class NLSSolution:
             kick = 0.5 * w + (0.5 * stages[i + 1] if i + 1 < len(stages) else 0.0)
         return h * np.exp((1j * tau * kick) * (h.real**2 + h.imag**2))
 
+    def _advance(self, states: np.ndarray, tau: np.ndarray, substeps: int) -> np.ndarray:
+        for _ in range(substeps):
+            states = self._step(states, tau)
+        return states
+
     def values_at(self, t) -> np.ndarray:
         """Nodal values h(nodes, t) for each time in ``t`` -> complex [len(t), modes]."""
-        t = np.atleast_1d(np.asarray(t, dtype=np.float64)).ravel()
-        if not np.all(np.isfinite(t)):
-            raise ValueError("t must be finite")
-        tol = 1e-12 * self.t_final
-        if np.any(t < -tol) or np.any(t > self.t_final + tol):
-            raise ValueError(f"t must lie in [0, {self.t_final}]")
-        t = np.clip(t, 0.0, self.t_final)
-        span = self.stride * self.dt
-        j = np.clip(np.floor(t / span + 1e-9).astype(np.int64), 0, len(self.times) - 1)
-        delta = t - self.times[j]
-        delta[np.abs(delta) <= tol] = 0.0
-        m = np.where(delta == 0.0, 0, np.ceil(np.abs(delta) / self.dt - 1e-9).astype(np.int64))
-        m = np.where(delta != 0.0, np.maximum(m, 1), 0)
-        out = self._slices[j]                     # fancy indexing: a fresh, writable copy
-        rows = max(1, _BLOCK_ELEMENTS // self.modes)
-        for msub in np.unique(m[m > 0]):
-            sel = np.flatnonzero(m == msub)
-            for s in range(0, sel.size, rows):
-                blk = sel[s:s + rows]
-                h = out[blk]
-                tau = (delta[blk] / msub)[:, None]
-                for _ in range(int(msub)):
-                    h = self._step(h, tau)
-                out[blk] = h
-        return out
+        return self._states_at(t)
 
     # -- evaluation ------------------------------------------------------------------
     def _phases(self, x: np.ndarray) -> np.ndarray:
@@ -201,22 +162,8 @@ class NLSSolution:
         xb, tb = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(t, dtype=np.float64))
         if not np.all(np.isfinite(xb)):
             raise ValueError("x must be finite")
-        xf, tf = xb.ravel(), tb.ravel()
-        out = np.empty(xf.shape, dtype=np.complex128)
-        if xf.size == 0:
-            return out.reshape(xb.shape)
-        ut, inv_t = np.unique(tf, return_inverse=True)
-        ux, inv_x = np.unique(xf, return_inverse=True)
-        coef = np.fft.fft(self.values_at(ut), axis=1) / self.modes     # [n_ut, modes]
-        if ut.size * ux.size <= 4 * xf.size + 4096:
-            # tensor-like point sets (grids): one table, then gather
-            table = coef @ self._phases(ux).T                           # [n_ut, n_ux]
-            out[:] = table[inv_t, inv_x]
-        else:
-            rows = max(1, _BLOCK_ELEMENTS // self.modes)
-            for s in range(0, xf.size, rows):
-                sl = slice(s, s + rows)
-                out[sl] = np.einsum("ij,ij->i", coef[inv_t[sl]], self._phases(xf[sl]))
+        out = self._series(xb.ravel(), tb.ravel(),
+                           lambda times: np.fft.fft(self.values_at(times), axis=1) / self.modes, self._phases)
         return out.reshape(xb.shape)
 
     def uv(self, x, t) -> tuple[np.ndarray, np.ndarray]:

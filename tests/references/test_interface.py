@@ -12,6 +12,7 @@ import pinnspec.references as refs
 from pinnspec.references import (
     NU_BURGERS,
     GridReference,
+    allen_cahn,
     burgers_grid,
     cole_hopf_burgers,
     cole_hopf_solution,
@@ -25,13 +26,15 @@ from pinnspec.references import (
 def test_public_names():
     for name in refs.__all__:
         assert hasattr(refs, name)
-    assert "cole_hopf_burgers" in refs.__all__ and "nls" in refs.__all__
+    assert "cole_hopf_burgers" in refs.__all__ and "nls" in refs.__all__ and "allen_cahn" in refs.__all__
 
 
 @pytest.mark.parametrize("make, expected", [
     (cole_hopf_burgers, {"nu": NU_BURGERS, "nx": 256, "nt": 100, "t_max": 0.99}),
     (nls, {"modes": 256, "dt": None, "order": 4, "nx": 256, "nt": 201,
            "x_min": -5.0, "x_max": 5.0, "t_final": np.pi / 2}),
+    (allen_cahn, {"eps": 1e-4, "reaction": 5.0, "modes": 4096, "dt": 2.5e-3, "nx": 512, "nt": 201,
+                  "t_final": 1.0}),
 ])
 def test_generator_keyword_arguments(make, expected):
     params = inspect.signature(make).parameters
@@ -95,7 +98,7 @@ def test_nls_generator_options():
         nls(order=3)
 
 
-@pytest.mark.parametrize("make", [cole_hopf_burgers, nls])
+@pytest.mark.parametrize("make", [cole_hopf_burgers, nls, allen_cahn])
 def test_point_validation(make):
     ref = make()
     with pytest.raises(ValueError):
