@@ -175,6 +175,8 @@ def _summary(result) -> str:
     ]
     if result.params:
         lines.append("  params " + ", ".join(f"{k} = {v:.6g}" for k, v in result.params.items()))
+    if result.reports:
+        lines.append("  reports " + ", ".join(f"{k} = {v:.6g}" for k, v in result.reports.items()))
     if result.run_dir:
         lines.append(f"  written to {result.run_dir}")
     return "\n".join(lines)

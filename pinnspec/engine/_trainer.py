@@ -71,6 +71,9 @@ class Result:
     model: str
     tasks: list[str]
     message: str = ""
+    #: the spec's `report` quantities of the kept model (best validation; the final model before the first
+    #: validation), computed when the run ends; {} while it runs or for a spec without reports
+    reports: dict[str, float] = field(default_factory=dict)
     allocator: dict = field(default_factory=dict)
     version: str = __version__
     run_dir: str | None = None
@@ -491,7 +494,25 @@ class Trainer:
             train_time_s=self.elapsed, peak_memory_mb=peak, device=str(self.device),
             dtype=str(self.dtype).replace("torch.", ""),
             params={k: float(v.detach()) for k, v in self.params.items()}, model=str(t.model),
-            tasks=list(self.grouping.labels), message=self.message, allocator=self.allocator, run_dir=self.out)
+            tasks=list(self.grouping.labels), message=self.message, reports=self._reports(),
+            allocator=self.allocator, run_dir=self.out)
+
+    def _reports(self) -> dict[str, float]:
+        """The `report` statements evaluated on the kept model once the run has ended (a diverged run's final
+        model is the one that blew up: it reports the best checkpoint's, or nothing before the first one)."""
+        if not self.spec.ir.reports or self.epoch == 0 or self.status not in ("completed", "interrupted", "diverged"):
+            return {}
+        state, params = self.best.model, self.best.params
+        if state is None:
+            if self.status == "diverged":
+                return {}
+            state, params = self.model.state_dict(), self.params
+        saved = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.model.load_state_dict(state)
+        try:
+            return self.problem.reports(self.model, params)
+        finally:
+            self.model.load_state_dict(saved)
 
     def _selection(self) -> str:
         if not self.has_reference:

@@ -21,9 +21,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..models._layers import Network
 from ..models._mlp import ACTIVATIONS, MLP
 from ._activations import DERIVATIVES, scaled_derivatives
-from ._program import (LinearOperator, MultiIndex, Products, activation_program, carried, combine,
+from ._jet import JET_OPS, Jet
+from ._program import (LinearOperator, MultiIndex, Products, activation_program, carried, closure, combine,
                        input_operator_rows, input_program, input_rows, operator_program, order_key, row_program)
 
 Key = tuple  # (field index, multi-index or LinearOperator), as in the derivative plan
@@ -32,7 +34,12 @@ LAYOUTS = ("rows", "stack")
 
 def supports(model) -> bool:
     """True when ``model`` is pinnspec's MLP (its own forward, plain Linear layers, no hooks)
-    with an activation whose derivatives are known; False for anything else."""
+    with an activation whose derivatives are known, or one of pinnspec's other networks (a
+    ``pinnspec.models.Network``: its forward is its ``compute``, run on jets here) with such an
+    activation and no hooks; False for anything else."""
+    if isinstance(model, Network):
+        return (type(model).forward is Network.forward and getattr(model, "activation_name", None) in DERIVATIVES
+                and not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules()))
     if not isinstance(model, MLP) or type(model).forward is not MLP.forward:
         return False
     name = getattr(model, "activation_name", None)
@@ -96,6 +103,12 @@ def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...
             combine(op, [rows[row[mi]] for mi, _ in op.terms]) for op in operators]
     if not multi_indices and not operators:
         return model(x), [], []
+    if isinstance(model, Network):  # the network's own code on jets; an operator is the sum of its terms' rows
+        sources = closure(multi_indices + tuple(mi for op in operators for mi, _ in op.terms))
+        jet = model.compute(JET_OPS, Jet.input(x, sources))
+        row = {mi: k for k, mi in enumerate(sources)}
+        return (jet.value, [jet.rows[row[mi]] for mi in multi_indices],
+                [combine(op, [jet.rows[row[mi]] for mi, _ in op.terms]) for op in operators])
 
     layers = model.layers
     first, last = layers[0], layers[-1]

@@ -1,5 +1,13 @@
-"""Networks a spec can name (``model mlp(...)``)."""
+"""Networks a spec can name (``model mlp(...)``, ``fourier_mlp``, ``modified_mlp``, ``pirate_net``,
+``adaptive_mlp``; docs/networks.md)."""
 
+from ._adaptive import AdaptiveSlopeMLP, adaptive_mlp
+from ._fourier import FourierMLP, fourier_mlp
+from ._layers import FactorizedLinear, FourierFeatures, Network
 from ._mlp import MLP, ModelFactory, mlp
+from ._modified import ModifiedMLP, modified_mlp
+from ._pirate import PirateNet, pirate_net
 
-__all__ = ["MLP", "ModelFactory", "mlp"]
+__all__ = ["AdaptiveSlopeMLP", "FactorizedLinear", "FourierFeatures", "FourierMLP", "MLP", "ModelFactory",
+           "ModifiedMLP", "Network", "PirateNet", "adaptive_mlp", "fourier_mlp", "mlp", "modified_mlp",
+           "pirate_net"]
