@@ -15,7 +15,8 @@ from pinnspec.models import mlp
 
 ROOT = Path(__file__).resolve().parents[2]
 EXACT_SPECS = ["kovasznay", "heat_ms", "beltrami", "poisson5d"]
-EXACT_EXAMPLES = ["poisson2d_mixed", "advection_periodic", "oscillator", "helmholtz3d", "wave1d", "annulus", "lshape"]
+EXACT_EXAMPLES = ["poisson2d_mixed", "advection_periodic", "oscillator", "helmholtz3d", "wave1d", "annulus", "lshape",
+                  "coefficient_table"]
 
 
 def small_model(problem, dtype=torch.float64, seed=0):
