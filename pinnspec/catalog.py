@@ -24,6 +24,14 @@ _EMPTY = inspect.Parameter.empty
 BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
     "model": {
         "mlp": {"width": 50, "depth": 5, "activation": "tanh", "init": "xavier"},
+        "fourier_mlp": {"width": 50, "depth": 5, "activation": "tanh", "init": "xavier", "fourier": 1.0,
+                        "features": 128, "trainable_fourier": False, "rwf": False, "rwf_mu": 1.0, "rwf_sigma": 0.1},
+        "modified_mlp": {"width": 50, "depth": 5, "activation": "tanh", "init": "xavier", "fourier": 0.0,
+                         "features": 128, "trainable_fourier": False, "rwf": False, "rwf_mu": 1.0, "rwf_sigma": 0.1},
+        "pirate_net": {"width": 256, "blocks": 3, "activation": "tanh", "init": "xavier", "fourier": 1.0,
+                       "features": 128, "trainable_fourier": False, "rwf": True, "rwf_mu": 1.0, "rwf_sigma": 0.1},
+        "adaptive_mlp": {"width": 50, "depth": 5, "activation": "tanh", "init": "xavier", "slope": "layer",
+                         "scale": 10.0},
     },
     "optimizer": {
         "sgd": {"lr": 1e-3},
@@ -88,6 +96,11 @@ GUA_STATE_ALIGNMENT: dict[str, tuple[float, float]] = {
 CHOICES: dict[tuple[str, str, str], tuple[str, ...]] = {
     ("model", "mlp", "activation"): ("tanh", "sin", "gelu", "silu"),
     ("model", "mlp", "init"): ("xavier", "xavier_uniform"),
+    **{("model", name, "activation"): ("tanh", "sin", "gelu", "silu")
+       for name in ("fourier_mlp", "modified_mlp", "pirate_net", "adaptive_mlp")},
+    **{("model", name, "init"): ("xavier", "xavier_uniform")
+       for name in ("fourier_mlp", "modified_mlp", "pirate_net", "adaptive_mlp")},
+    ("model", "adaptive_mlp", "slope"): ("global", "layer", "neuron"),
     ("surgery", "amtl", "scale"): ("min", "median", "rmse"),
     ("surgery", "amtl", "reduce"): ("mean", "sum"),
     ("align", "gua", "metric"): ("adam", "euclidean"),
