@@ -77,6 +77,7 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "reference": {
         "cole_hopf_burgers": {"nu": 0.01 / math.pi, "nx": 256, "nt": 100, "t_max": 0.99},
+        "allen_cahn": {"eps": 1e-4, "reaction": 5.0, "modes": 4096, "dt": 2.5e-3, "nx": 512, "nt": 201, "t_final": 1.0},
         "nls": {"modes": 256, "dt": None, "order": 4, "nx": 256, "nt": 201, "x_min": -5.0, "x_max": 5.0,
                 "t_final": math.pi / 2},
     },
