@@ -4,6 +4,7 @@ run's generator, and the Fourier-embedding and RWF options of a spec."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import torch
 
 from ._layers import INITS, FourierFeatures, check_choice, flag
@@ -18,9 +19,11 @@ class Embedding:
     features: int = 128
     trainable_fourier: bool = False
 
-    def make(self, in_dim: int) -> FourierFeatures | None:
+    def __post_init__(self):
         if self.fourier < 0 or self.features < 1:
             raise ValueError(f"fourier must be >= 0 and features >= 1 (got {self.fourier}, {self.features})")
+
+    def make(self, in_dim: int) -> FourierFeatures | None:
         return FourierFeatures(in_dim, self.features, self.fourier, self.trainable_fourier) if self.fourier else None
 
 
