@@ -429,6 +429,7 @@ class Training:
     surgery: CallSpec
     align: CallSpec
     settings: tuple[tuple[str, Any], ...]  # epochs, grouping, seed, device, dtype, ...
+    weights: CallSpec = CallSpec("none")  # the loss-balancing stage (`weights` statement)
 
     @property
     def options(self) -> dict[str, Any]:

@@ -1,8 +1,8 @@
-"""The update chain: surgery -> optimizer proposal -> alignment, composed once.
+"""The update chain: weights -> surgery -> optimizer proposal -> alignment, composed once.
 
 Like optax's ``chain``: frozen stages, explicit state in and out, nothing applied::
 
-    chain = UpdateChain(surgery, optimizer, alignment)
+    chain = UpdateChain(surgery, optimizer, alignment, weights)
     state = chain.init(theta, shapes, num_losses)
     step = chain.update(G, theta, state, hessian=None, generator=gen)   # -> ChainStep
     theta <- theta - eta_t * step.p                                     # the trainer, and only the trainer
@@ -10,6 +10,11 @@ Like optax's ``chain``: frozen stages, explicit state in and out, nothing applie
 Sign convention (the paper's, written once for the whole package): the loss-specific gradients g_i (rows of
 G), the constructed direction a, the optimizer proposal u and the aligned update p all point UPHILL, like
 ``.grad``; parameters move by ``-eta_t * p``.
+
+The weights stage (`_weights`, ``weights gradnorm(...)`` / ``ntk(...)``) scales the rows first,
+G_w = diag(lambda) G with lambda = ``state.weights`` [m]; surgery, the conflict indicators and the alignment
+all see G_w.  The weights change only between steps (`UpdateChain.reweighted`, every ``every`` epochs, on
+the trainer's host-side epoch counter); ``weights none`` keeps ``state.weights`` None and G unscaled.
 
 Every trainer step and every benchmark that runs the chain calls :meth:`UpdateChain.update`; nothing else
 composes the stages.  What the stages can do is declared, not discovered: ``uses_hessian``, ``compiles``,
@@ -25,15 +30,18 @@ import torch
 from torch import Tensor
 
 from ..align import conflict_indicators
+from ._weights import NoWeights, make_weighting
 
 __all__ = ["UpdateChain", "ChainState", "ChainStep", "Checks"]
 
 
 class ChainState(NamedTuple):
-    """The chain's state: the surgery method's (None for stateless methods) and the optimizer's."""
+    """The chain's state: the surgery method's (None for stateless methods), the optimizer's, and the task
+    weights lambda [m] (None: ``weights none``)."""
 
     surgery: Any
     optimizer: Any
+    weights: Tensor | None = None
 
 
 class Checks(NamedTuple):
@@ -63,11 +71,13 @@ class ChainStep(NamedTuple):
 
 @dataclass(frozen=True)
 class UpdateChain:
-    """surgery (G [m, p] -> a [p]) -> optimizer proposal (a -> u [p]) -> alignment (u -> p [p])."""
+    """weights (G [m, p] -> diag(lambda) G) -> surgery (-> a [p]) -> optimizer proposal (a -> u [p]) ->
+    alignment (u -> p [p])."""
 
     surgery: Any
     optimizer: Any
     alignment: Any
+    weights: Any = NoWeights()
 
     @classmethod
     def from_training(cls, training) -> "UpdateChain":
@@ -76,7 +86,8 @@ class UpdateChain:
 
         return cls(SURGERY.get(training.surgery.name)(**training.surgery.options),
                    OPTIMIZERS.get(training.optimizer.name)(**training.optimizer.options),
-                   ALIGN.get(training.align.name)(**training.align.options))
+                   ALIGN.get(training.align.name)(**training.align.options),
+                   make_weighting(training.weights.name, **training.weights.options))
 
     @property
     def aligned(self) -> bool:
@@ -102,24 +113,41 @@ class UpdateChain:
     def init(self, theta: Tensor, shapes: Sequence[Sequence[int]], num_losses: int) -> ChainState:
         """The initial state for the flat parameters ``theta`` [p] split into tensors of ``shapes``."""
         return ChainState(self.surgery.init(num_losses, theta.numel(), dtype=theta.dtype, device=theta.device),
-                          self.optimizer.init(theta, shapes))
+                          self.optimizer.init(theta, shapes),
+                          self.weights.init(num_losses, dtype=theta.dtype, device=theta.device))
 
     def hessian_due(self, state: ChainState) -> bool:
         return self.optimizer.hessian_due(state.optimizer)
 
     def state_dict(self, state: ChainState) -> dict:
-        return {"surgery": self.surgery.state_dict(state.surgery),
-                "optimizer": self.optimizer.state_dict(state.optimizer)}
+        """The states by name; "weights" only where the chain weights (a run without keeps its old keys)."""
+        saved = {"surgery": self.surgery.state_dict(state.surgery),
+                 "optimizer": self.optimizer.state_dict(state.optimizer)}
+        if state.weights is not None:
+            saved["weights"] = state.weights.detach().clone()
+        return saved
 
     def load_state_dict(self, saved: dict) -> ChainState:
+        weights = saved.get("weights")
+        if (weights is None) != (self.weights.measures is None):
+            raise ValueError(f"the checkpoint {'has no' if weights is None else 'has'} task weights and the "
+                             f"chain's weights stage is '{self.weights.name}'")
         return ChainState(self.surgery.load_state_dict(saved["surgery"]),
-                          self.optimizer.load_state_dict(saved["optimizer"]))
+                          self.optimizer.load_state_dict(saved["optimizer"]),
+                          None if weights is None else weights.detach().clone())
+
+    def reweighted(self, state: ChainState, magnitudes: Tensor) -> ChainState:
+        """The state with the weights moved towards the balancing target of the per-task ``magnitudes`` [m]
+        (`_weights`): a device computation, between two steps."""
+        return state._replace(weights=self.weights.update(state.weights, magnitudes))
 
     # ------------------------------------------------------------------ the step
     def update(self, G: Tensor, theta: Tensor, state: ChainState, *, hessian: Tensor | None = None,
                generator: torch.Generator | None = None) -> ChainStep:
         """One step: G [m, p], theta [p] (the parameters now) -> p [p] and the new state; a pure function
         of its arguments (``generator``: PCGrad's task orders), compiled whole where the chain compiles."""
+        if state.weights is not None:
+            G = state.weights.to(G.dtype)[:, None] * G  # [m, p]: diag(lambda) G
         a, surgery_state = self.surgery(G, state.surgery, generator=generator)  # [p]
         u, tentative = self.optimizer.propose(a, state.optimizer, params=theta, hessian=hessian)  # [p]
         p, optimizer_state = self.alignment.align(u, G, tentative, self.optimizer, params=theta)  # [p]
@@ -128,5 +156,5 @@ class UpdateChain:
         checks = Checks(flag(torch.isfinite(G).all()), flag(torch.isfinite(p).all()),
                         conflict_indicators(G, [a, u] + ([p] if self.aligned else [])),
                         flag((p64 - u64).norm() > 0), flag(u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)))
-        return ChainStep(p, ChainState(surgery_state, optimizer_state), checks, a, u)
+        return ChainStep(p, ChainState(surgery_state, optimizer_state, state.weights), checks, a, u)
 

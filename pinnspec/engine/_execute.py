@@ -250,7 +250,8 @@ class TwoGraphs:
         if self.chain is None:
             return StepOut(losses, logged, G, ctx.chain.update(G, theta, state, generator=ctx.generator))
         try:
-            step = self.chain(G, theta, None, state.surgery, state.optimizer)
+            step = self.chain(G, theta, None, state.surgery, state.optimizer, state.weights)
+            step = step._replace(state=step.state._replace(weights=state.weights))  # the input's, not an alias
         except torch._dynamo.exc.TorchDynamoException as err:
             raise Demote("chain", f"the update chain ({ctx.chain_label}) does not compile ({type(err).__name__}); "
                                   "it runs eagerly") from None
@@ -287,7 +288,7 @@ class OneGraph:
         try:
             with aot_cacheable(), symbolic("" if self.steps_on_device else STEP_COUNTS):
                 tasks, conditions, G, step = self.compiled(fused, theta, inputs, counts, states["surgery"],
-                                                           states["optimizer"])
+                                                           states["optimizer"], state.weights)
         except torch._dynamo.exc.TorchDynamoException as err:
             raise Demote("step", f"the step does not compile as one graph ({_reason(err)}); the losses and the "
                                  "update chain compile apart") from None
@@ -304,23 +305,25 @@ class OneGraph:
         steps = None
         if self.steps_on_device:
             # a CUDA graph's outputs are overwritten by its next replay: the states it feeds back are copies
-            chain_state = ChainState(_copied(step.state.surgery), _copied(step.state.optimizer))
+            chain_state = ChainState(_copied(step.state.surgery), _copied(step.state.optimizer), state.weights)
             step = step._replace(state=chain_state)
             self.device_steps = {name: getattr(chain_state, name).step for name in self.device_steps}
             steps = dict(self.device_steps)
+        # the weights pass through the step unchanged: the caller's tensor, never a graph's output buffer
+        step = step._replace(state=step.state._replace(weights=state.weights))
         return StepOut(losses, self.ctx.logged(losses), G, step, steps)
 
 
-def _chain_update(chain: UpdateChain, G, theta, hessian, surgery_state, optimizer_state) -> ChainStep:
-    """The chain's step with the state as two arguments (compiled apart from the losses)."""
-    return chain.update(G, theta, ChainState(surgery_state, optimizer_state), hessian=hessian)
+def _chain_update(chain: UpdateChain, G, theta, hessian, surgery_state, optimizer_state, weights) -> ChainStep:
+    """The chain's step with the state as three arguments (compiled apart from the losses)."""
+    return chain.update(G, theta, ChainState(surgery_state, optimizer_state, weights), hessian=hessian)
 
 
-def _one_graph_step(chain: UpdateChain, fused, theta, inputs, counts, surgery_state, optimizer_state):
+def _one_graph_step(chain: UpdateChain, fused, theta, inputs, counts, surgery_state, optimizer_state, weights):
     """The one-graph step: (tasks [m], conditions [C], G [m, p], the chain's step), a pure function of its
     arguments (compiled whole)."""
     tasks, conditions, G = fused(theta, inputs, counts)
-    return tasks, conditions, G, chain.update(G, theta, ChainState(surgery_state, optimizer_state))
+    return tasks, conditions, G, chain.update(G, theta, ChainState(surgery_state, optimizer_state, weights))
 
 
 def _bound(fn, chain: UpdateChain):

@@ -7,7 +7,10 @@ Every epoch:
                                                  strategy of the execution plan (`_execute`)
     values = one fetch                           the losses, the chain's checks, the conflict indicators
     stop if not finite, or if the loss blew up   (diverged: no checkpoint of it is written)
+    magnitudes (every `every` epochs)            the weights stage's per-task measure (`_weights`): ||g_i||
+                                                 from G, or the NTK diagonal from the residuals (`_ntk`)
     theta -= eta_t p                             `Trainer._apply`, the only place parameters change
+    lambda <- the balanced weights               `UpdateChain.reweighted`, used from the next epoch on
 
 Signs follow the update chain's convention (`_chain`): G, a, u and p all point uphill.
 """
@@ -37,6 +40,7 @@ from . import _artifacts as files
 from . import _schedule  # noqa: F401  (registers the schedules)
 from ._chain import ChainState, UpdateChain
 from ._execute import Execution, StepContext, StepOut, plan_execution
+from ._weights import GradNorm, ntk_diagonal_mean
 
 EVAL_BATCH = 65_536
 
@@ -222,7 +226,8 @@ class Trainer:
         self._warn_files_outside_domain()
         self.columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(m)]
                         + [f"loss:{c}" for c in self.condition_names]
-                        + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"])
+                        + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"]
+                        + ([f"weight{i}" for i in range(m)] if self.state.weights is not None else []))
 
     def _warn_files_outside_domain(self) -> None:
         """A warning (rank 0, stderr) for each reference or data file with rows outside the spec's domain."""
@@ -292,15 +297,66 @@ class Trainer:
         if not values.finite:
             raise TrainingDiverged(self._divergence_message(epoch, out.losses, out.G, out.chain.p))
         self._check_blow_up(epoch, values.loss, values.tasks)
+        # measured at the parameters this step started from, on its points
+        magnitudes = self._weight_magnitudes(points, out, epoch) if self.chain.weights.due(epoch) else None
         self._apply(lr, out.chain.p)
         self.state = _with_host_steps(out.chain.state, values.steps)
+        if magnitudes is not None:
+            self.state = self.chain.reweighted(self.state, magnitudes)
         return self._row(epoch, lr, values, diagnosed=lr > 0)  # the zero-rate warmup step is not diagnosed
+
+    def _weight_magnitudes(self, points, out: StepOut, epoch: int) -> torch.Tensor:
+        """The weights stage's per-task magnitudes s [m] (float64, on the device; no host synchronisation):
+        ||g_i|| of the step's G (gradnorm) or the mean NTK diagonal (ntk, `_ntk_magnitudes`)."""
+        if self.chain.weights.measures == "G":
+            return GradNorm.magnitudes(out.G)
+        magnitudes = self._ntk_magnitudes(points, epoch)
+        if self.distributed:  # each rank measured its shard's subsample: their mean, the same on every rank
+            import torch.distributed as dist
+
+            dist.all_reduce(magnitudes)
+            magnitudes = magnitudes / self.world
+        return magnitudes
+
+    def _ntk_magnitudes(self, points, epoch: int) -> torch.Tensor:
+        """s_i = sum_c w_c mean_{x in S_c} ||d r_c(x) / d theta||^2 over the conditions c of task i (weight
+        w_c; a pooled loss weighs each of its conditions by its share of the pool's points), S_c a subsample
+        of ``points`` points of c's set, drawn from a generator seeded by (seed, epoch): a resumed run draws
+        the same.  -> [m] float64"""
+        stage = self.chain.weights
+        draw = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+        diagonal: dict[str, torch.Tensor] = {}
+        for index in self.problem.by_set:
+            s = points.sets[index]
+            n = len(s.x)
+            if n == 0:
+                continue
+            rows = torch.randperm(n, generator=draw)[: min(stage.points, n)].sort().values  # [n_sub], CPU
+            residuals = self.problem.set_residuals(index, self.model, _subset(s, rows), self.params,
+                                                   engine=self.plan.engine)
+            for name, r in residuals.items():
+                diagonal[name] = ntk_diagonal_mean(r, self.theta)
+        zero = torch.zeros((), dtype=torch.float64, device=self.device)
+        counts = self.problem.counts(points)
+        totals = []
+        for task in self.spec.ir.grouping(self.grouping.name).tasks:
+            total = zero
+            for weight, atom in task.terms:
+                if isinstance(atom, ir.PoolLoss):
+                    pooled = sum(counts[c] for c in atom.conditions)
+                    total = total + float(weight) * sum(diagonal.get(c, zero) * (counts[c] / pooled)
+                                                        for c in atom.conditions)
+                else:
+                    total = total + float(weight) * diagonal.get(atom.condition, zero)
+            totals.append(total)
+        return torch.stack(totals)  # [m]
 
     def _row(self, epoch: int, lr: float, values: "_StepValues", *, diagnosed: bool) -> dict:
         """The history row of an epoch (epoch k: the state after k updates); counts the conflict rates."""
         row: dict[str, Any] = {"epoch": epoch + 1, "lr": lr, "loss": values.loss}
         row.update({f"task{i}": value for i, value in enumerate(values.tasks)})
         row.update({f"loss:{c}": value for c, value in zip(self.condition_names, values.conditions)})
+        row.update({f"weight{i}": value for i, value in enumerate(values.weights)})  # the weights this step used
         if diagnosed:
             self.counters.counted += 1
             for key, flag in zip(("R_g", "R_a", "R_u") + (("R_p",) if self.aligned else ()), values.conflicts):
@@ -568,8 +624,8 @@ class Trainer:
                 self.params[k].copy_(v)
         # checkpoints load onto the CPU (the generator state must stay there): the chain's states
         # go back to the run's device
-        self.state = self.chain.load_state_dict(_to_device({"surgery": state["surgery"],
-                                                            "optimizer": state["optimizer"]}, self.device))
+        self.state = self.chain.load_state_dict(_to_device({k: state[k] for k in ("surgery", "optimizer", "weights")
+                                                            if k in state}, self.device))
         self.chain_generator.set_state(state["chain_generator"])
         self.execution.state_loaded()  # the one CUDA graph copies the loaded step counts to the device
         self.best = _Best(**state["best"])
@@ -594,6 +650,7 @@ class _StepValues(NamedTuple):
     projected: float
     cos_pu: float
     steps: dict[str, int]  # the chain states' step counts, where they are kept on the device
+    weights: tuple[float, ...] | list[float] = ()  # [m] the task weights the step used (none without a weights stage)
 
 
 def _fetch(out: StepOut, m: int) -> _StepValues:
@@ -602,14 +659,17 @@ def _fetch(out: StepOut, m: int) -> _StepValues:
     checks = out.chain.checks
     tasks = out.logged[:m]  # [m]
     steps = list(out.steps.values()) if out.steps else []
+    weights = out.chain.state.weights
     pieces = [torch.isfinite(tasks).all(), tasks.sum(), out.logged, *checks, *steps]
+    pieces += [weights] if weights is not None else []
     values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
     k = len(checks.conflicts)
     tasks_finite, loss, logged = values[0], values[1], values[2: 2 + len(out.logged)]
     finite_G, finite_p, *rest = values[2 + len(out.logged):]
-    conflicts, (projected, cos_pu), counts = rest[:k], rest[k: k + 2], rest[k + 2:]
+    conflicts, (projected, cos_pu), rest = rest[:k], rest[k: k + 2], rest[k + 2:]
+    counts, lambdas = rest[: len(steps)], rest[len(steps):]
     return _StepValues(bool(tasks_finite and finite_G and finite_p), loss, logged[:m], logged[m:], conflicts,
-                       projected, cos_pu, dict(zip(out.steps or {}, (int(c) for c in counts))))
+                       projected, cos_pu, dict(zip(out.steps or {}, (int(c) for c in counts))), lambdas)
 
 
 def _with_host_steps(state: ChainState, steps: dict[str, int]) -> ChainState:
@@ -619,6 +679,23 @@ def _with_host_steps(state: ChainState, steps: dict[str, int]) -> ChainState:
         return state
     return ChainState(*(replace(getattr(state, name), step=steps[name]) if name in steps else getattr(state, name)
                         for name in ChainState._fields))
+
+
+def _subset(s, rows: torch.Tensor):
+    """The points ``rows`` (sorted, on the CPU) of the point set ``s``, as a new set whose coordinates
+    require grad (the derivative plan's inputs); a per-face set keeps its faces' slices."""
+    from ..compiler._problem import TorchPointSet, host_to_device
+
+    index = host_to_device(rows, torch.long, s.x.device)  # [n_sub]
+    take = lambda a: None if a is None else a.detach()[index]  # noqa: E731
+    faces = None
+    if s.face_slices is not None:
+        bounds = [(f.start or 0, len(s.x) if f.stop is None else f.stop) for f in s.face_slices]
+        faces = tuple(slice(int((rows < a).sum()), int((rows < b).sum())) for a, b in bounds)
+    partner = take(s.partner)
+    return TorchPointSet(take(s.x).requires_grad_(True), faces,
+                         None if partner is None else partner.requires_grad_(True), take(s.observed), None,
+                         take(s.normals))
 
 
 def _to_device(tree, device: torch.device):

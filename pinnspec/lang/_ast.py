@@ -394,7 +394,7 @@ class Report(Statement):
 
 @dataclass(frozen=True)
 class Setting(Statement):
-    """``model``/``optimizer``/``schedule``/``surgery``/``align`` CALL."""
+    """``model``/``optimizer``/``schedule``/``surgery``/``align``/``weights`` CALL."""
 
     kind: str
     call: Call
@@ -451,6 +451,6 @@ _KEYWORDS = {
 #: Words the grammar reserves: declaring one as a name is an error.
 KEYWORDS = frozenset(
     set(_KEYWORDS.values())
-    | {"model", "optimizer", "schedule", "surgery", "align"}
+    | {"model", "optimizer", "schedule", "surgery", "align", "weights"}
     | {"in", "on", "from", "every", "never", "grid", "pool"}
 )

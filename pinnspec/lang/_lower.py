@@ -28,7 +28,7 @@ DEFAULT_POINTS = {"equation": 1000, "initial": 100, "boundary": 100, "periodic":
 DEFAULT_GROUPING = "default"
 #: Statements a spec may hold at most once.
 SINGLE = ("problem", "time", "domain", "sampler", "resample", "reference", "test", "validate",
-          "model", "optimizer", "schedule", "surgery", "align")
+          "model", "optimizer", "schedule", "surgery", "align", "weights")
 #: Relative tolerance when matching a face value to a box end.
 _FACE_TOL = 1e-12
 
@@ -853,13 +853,35 @@ class Lowering:
     def _call_setting(self, kind: str, statements) -> ir.CallSpec:
         if statements:
             call = self._validated_call(kind, statements[0].call)
+            if call is not None and kind == "weights":
+                call = self._checked_weights(call, statements[0].call)
             if call is not None:
                 return call
-        defaults = catalog.known(kind)[catalog.DEFAULTS[kind]]
-        return ir.CallSpec(catalog.DEFAULTS[kind], tuple(defaults.items()))
+        default = _default_name(kind)
+        if kind == "weights":
+            return ir.CallSpec(default)  # `weights none`: no arguments shown or stored
+        defaults = _known(kind)[default]
+        return ir.CallSpec(default, tuple(defaults.items()))
+
+    def _checked_weights(self, spec: ir.CallSpec, call: A.Call) -> ir.CallSpec | None:
+        """``every`` and ``points`` whole numbers of at least 1, ``alpha`` in [0, 1): located errors."""
+        spans = {kw.name.name: kw.value.span for kw in call.kwargs}
+        ok = True
+        for key, value in spec.kwargs:
+            where = spans.get(key, call.span)
+            if key in ("every", "points") and not (value == int(value) and value >= 1):
+                self.diag.error(where, f"{spec.name}({key} = ...) must be a whole number of at least 1, got {value:g}")
+                ok = False
+            elif key == "alpha" and not 0 <= value < 1:
+                self.diag.error(where, f"{spec.name}(alpha = ...) must be at least 0 and less than 1, got {value:g}")
+                ok = False
+        if not ok:
+            return None
+        return ir.CallSpec(spec.name, tuple((k, int(v) if k in ("every", "points") else float(v))
+                                            for k, v in spec.kwargs))
 
     def _validated_call(self, kind: str, call: A.Call) -> ir.CallSpec | None:
-        known = catalog.known(kind)
+        known = _known(kind)
         name = call.func.name
         if name not in known:
             hint = did_you_mean(name, known)
@@ -932,7 +954,7 @@ class Lowering:
 
     def _training(self, by_kind) -> ir.Training:
         calls = {kind: self._call_setting(kind, [s for s in by_kind.get(kind, [])])
-                 for kind in ("model", "optimizer", "schedule", "surgery", "align")}
+                 for kind in ("model", "optimizer", "schedule", "surgery", "align", "weights")}
         settings: dict[str, Any] = {}
         for st in by_kind.get("train", []):
             for kw in st.settings:
@@ -1007,6 +1029,20 @@ class Lowering:
 
 
 _BAD = object()
+
+#: `weights NAME(args)`: the loss-balancing stage (pinnspec.engine._weights), name -> {argument: default}
+_WEIGHTS = {"none": {}, "gradnorm": {"every": 100, "alpha": 0.9}, "ntk": {"every": 100, "alpha": 0.9, "points": 256}}
+
+
+def _known(kind: str) -> dict[str, dict[str, Any]]:
+    """The names of a training statement's kind with their arguments (the weights stage: its own table)."""
+    if kind == "weights":
+        return {name: dict(args) for name, args in _WEIGHTS.items()}
+    return catalog.known(kind)
+
+
+def _default_name(kind: str) -> str:
+    return "none" if kind == "weights" else catalog.DEFAULTS[kind]
 
 
 def _combine(terms: list[tuple[float, ir.Atom]]) -> tuple[tuple[float, ir.Atom], ...]:

@@ -22,7 +22,8 @@ from . import _ast as A
 from ._diagnostics import Diagnostic, SpecError
 
 #: keys that replace a whole statement; the value is the statement's text after the keyword
-STATEMENT_KEYS = ("model", "optimizer", "schedule", "surgery", "align", "sampler", "resample", "test", "validate")
+STATEMENT_KEYS = ("model", "optimizer", "schedule", "surgery", "align", "weights", "sampler", "resample", "test",
+                  "validate")
 HEADER = "# --- command-line overrides ---"
 #: what a diagnostic in the appended lines names when no single override wrote its place
 ALL_OVERRIDES = "the command-line overrides"

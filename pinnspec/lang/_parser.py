@@ -303,6 +303,7 @@ class ToAst(Transformer):
     schedule_stmt = _setting("schedule")
     surgery_stmt = _setting("surgery")
     align_stmt = _setting("align")
+    weights_stmt = _setting("weights")
     del _setting
 
     def train_stmt(self, meta, c):

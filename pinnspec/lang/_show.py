@@ -172,6 +172,8 @@ def format_ir(problem: ir.Problem) -> str:
     out.append("training")
     for kind in ("model", "optimizer", "schedule", "surgery", "align"):
         out.append(f"  {kind} {getattr(t, kind)}")
+    if t.weights.name != "none":  # shown where a spec weights its tasks
+        out.append(f"  weights {t.weights}")
     if t.settings:
         out.append("  train " + ", ".join(f"{k} = {v}" for k, v in t.settings))
     return "\n".join(out)

@@ -1,6 +1,9 @@
-"""losses.png: per-condition and per-task losses (log scale) and the validation rel-L2."""
+"""losses.png: per-condition and per-task losses (log scale), the validation rel-L2 and, for a run with a
+`weights` stage, the task weights."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -44,17 +47,18 @@ def loss_series(run, style: dict) -> list[Series]:
 
 
 def losses_figure(run):
-    h, r = run.history, run.result
+    h = run.history
     epoch = h.epoch
     style = {"marker": "o", "ms": 2.5} if len(epoch) < 40 else {}
     validation = h.get("validation")
     validated = validation is not None and np.isfinite(validation).any()
-    if validated or run.has_reference:
-        fig = new_figure(11, 7.5)
-        ax, ax_val = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
-    else:  # no reference, so no validation: the losses alone
-        fig = new_figure(11, 6)
-        ax, ax_val = fig.subplots(1, 1), None
+    weights = weight_columns(h)
+    ratios = [2] + ([1] if validated or run.has_reference else []) + ([1] if weights else [])
+    fig = new_figure(11, 6 + 1.5 * (len(ratios) - 1))
+    axes = list(np.atleast_1d(fig.subplots(len(ratios), 1, sharex=True, height_ratios=ratios)))
+    ax = axes.pop(0)
+    ax_val = axes.pop(0) if validated or run.has_reference else None  # no reference: no validation
+    ax_weights = axes.pop(0) if weights else None
     set_title(fig, run, "losses")
 
     series = loss_series(run, style)
@@ -75,10 +79,30 @@ def losses_figure(run):
 
     if ax_val is not None:
         _validation_panel(ax_val, run, validation if validated else None)
-    bottom = ax if ax_val is None else ax_val
+    if ax_weights is not None:
+        _weights_panel(ax_weights, run, weights)
+    bottom = ax_weights or ax_val or ax
     bottom.set_xlabel("epoch")
     set_epoch_limits(bottom, epoch)
     return fig
+
+
+def weight_columns(history) -> list[str]:
+    """The history's task-weight columns weight0, weight1, ... in task order (none without a weights stage)."""
+    found = [c for c in history.columns if re.fullmatch(r"weight\d+", c)]
+    return sorted(found, key=lambda c: int(c[6:]))
+
+
+def _weights_panel(ax, run, columns: list[str]) -> None:
+    """The task weights lambda_i each epoch's step used (the `weights` stage), one line per task."""
+    h, labels = run.history, run.result.get("tasks") if isinstance(run.result.get("tasks"), list) else []
+    for i, name in enumerate(columns):
+        k = int(name[6:])
+        ax.plot(h.epoch, h.get(name), color=TASK_COLORS[i % len(TASK_COLORS)], lw=1.2,
+                label=f"task {labels[k]}" if k < len(labels) else f"task {k}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_ylabel("task weight")
 
 
 def _validation_panel(ax, run, validation: np.ndarray | None) -> None:

@@ -87,23 +87,27 @@ def test_uses_hessian_is_declared_by_exactly_the_optimizers_with_a_hessian_sched
     assert optimizer.uses_hessian == (type(optimizer).hessian_due is not Optimizer.hessian_due)
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "gradnorm"])
 @pytest.mark.parametrize("name", sorted(n for n in BUILTINS["surgery"] if SURGERY.get(n).compiles))
-def test_a_chain_that_compiles_traces_into_one_graph(name):
-    """`compiles` is a promise: every surgery method that declares it (with Adam and GUA, which compile)
-    traces into one graph with fullgraph=True, on two steps' worth of random G."""
+def test_a_chain_that_compiles_traces_into_one_graph(name, weighted):
+    """`compiles` is a promise: every surgery method that declares it (with Adam and GUA, which compile, and
+    with or without the weights stage) traces into one graph with fullgraph=True, on random G."""
     from pinnspec.align import GUA
+    from pinnspec.engine._weights import GradNorm, NoWeights
     from pinnspec.optim import Adam
 
-    chain = UpdateChain(SURGERY.get(name)(), Adam(), GUA())
+    chain = UpdateChain(SURGERY.get(name)(), Adam(), GUA(), GradNorm() if weighted else NoWeights())
     assert chain.compiles
     torch._dynamo.reset()
     generator = torch.Generator().manual_seed(0)
     G = torch.randn(3, 40, generator=generator, dtype=torch.float64)
     theta = torch.randn(40, generator=generator, dtype=torch.float64)
     state = chain.init(theta, [(40,)], 3)
+    if weighted:
+        state = state._replace(weights=torch.tensor([0.5, 2.0, 1.5], dtype=torch.float64))
 
-    def step(G, theta, surgery_state, optimizer_state):
-        return chain.update(G, theta, type(state)(surgery_state, optimizer_state))
+    def step(G, theta, surgery_state, optimizer_state, weights):
+        return chain.update(G, theta, type(state)(surgery_state, optimizer_state, weights))
 
     compiled = torch.compile(step, fullgraph=True, backend="eager", dynamic=True)
     out = compiled(G, theta, *state)

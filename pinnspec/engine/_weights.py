@@ -1,0 +1,138 @@
+"""Loss balancing: per-task weights lambda [m], the first stage of the update chain (`_chain`).
+
+The chain scales the rows of G before surgery, G <- diag(lambda) G (the task losses scaled by lambda); the
+weights are the chain state's ``weights`` [m] (None for ``weights none``, which leaves the chain untouched).
+Every ``every`` epochs (epoch k with k % every == 0, counted from 0) the trainer measures one magnitude s_i
+per task and moves the weights towards the balancing target (jaxpi, ``models.py``: ``compute_weights`` and
+``TrainState.apply_weights``)::
+
+    lambda_hat_i = mean_j(s_j) / s_i
+    lambda      <- alpha * lambda + (1 - alpha) * lambda_hat         (initially lambda = 1)
+
+    gradnorm:  s_i = ||g_i||, the row norms of G (the epoch's G, unweighted): learning-rate annealing
+               (Wang, Teng & Perdikaris 2021, "Understanding and mitigating gradient flow pathologies in
+               physics-informed neural networks", arXiv:2001.04536, Algorithm 1) in the gradient-norm form
+               of Wang et al. 2023 ("An expert's guide to training PINNs", arXiv:2308.08468, Sec. 3.2), whose
+               text normalises by the sum of the norms; jaxpi's code, followed here, by their mean (a common
+               factor m on every weight)
+    ntk:       s_i = mean of the NTK diagonal of task i, sum_c w_c mean_{x in S_c} ||d r_c(x) / d theta||^2
+               over a subsample S_c of ``points`` points of each condition c of the task (weight w_c)
+               (Wang, Yu & Perdikaris 2022, "When and why PINNs fail to train: a neural tangent kernel
+               perspective", arXiv:2007.14527, Algorithm 1: lambda_i = tr K / tr K_ii, with jaxpi's means of
+               the diagonals in place of the traces, so that sets of different sizes compare)
+
+A task whose magnitude is 0 keeps its weight (lambda_hat_i = lambda_i): it carries no information.  Every
+operation is a device computation: no host synchronisation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import Tensor
+
+__all__ = ["Weighting", "NoWeights", "GradNorm", "NTKWeights", "WEIGHTINGS", "make_weighting", "balanced_target"]
+
+
+def balanced_target(magnitudes: Tensor, weights: Tensor) -> Tensor:
+    """lambda_hat [m] from the per-task magnitudes s [m]: mean(s) / s_i, or lambda_i where s_i = 0."""
+    s = magnitudes.to(weights.dtype)  # [m]
+    positive = s > 0
+    return torch.where(positive, s.mean() / torch.where(positive, s, torch.ones_like(s)), weights)
+
+
+class Weighting:
+    """Base of the weighting stages (subclasses are frozen dataclasses whose fields are the statement's
+    keyword arguments).  ``measures``: what the magnitudes come from: "G" (the chain's own input), "ntk"
+    (per-point residual gradients, which the trainer computes: `Trainer._ntk_magnitudes`), None (no weights)."""
+
+    name: ClassVar[str] = ""
+    measures: ClassVar[str | None] = None
+
+    def init(self, num_losses: int, *, dtype: torch.dtype, device: torch.device | str | None) -> Tensor | None:
+        """The initial weights: ones [m] (None: the chain does not weight)."""
+        return torch.ones(num_losses, dtype=dtype, device=device)
+
+    def due(self, epoch: int) -> bool:
+        """Whether the weights are measured after epoch ``epoch`` (from 0): a host decision on the counter."""
+        return self.measures is not None and epoch % self.every == 0
+
+    def update(self, weights: Tensor, magnitudes: Tensor) -> Tensor:
+        """lambda <- alpha lambda + (1 - alpha) lambda_hat.  [m] -> [m]"""
+        return self.alpha * weights + (1.0 - self.alpha) * balanced_target(magnitudes, weights)
+
+    def _check(self) -> None:
+        if not (isinstance(self.every, int) and self.every >= 1):
+            raise ValueError(f"{self.name}: every must be a whole number of at least 1, got {self.every!r}")
+        if not 0.0 <= self.alpha < 1.0:
+            raise ValueError(f"{self.name}: alpha must be in [0, 1), got {self.alpha!r}")
+
+
+@dataclass(frozen=True)
+class NoWeights(Weighting):
+    """``weights none`` (the default): no stage; G reaches surgery as computed."""
+
+    name: ClassVar[str] = "none"
+
+    def init(self, num_losses, *, dtype, device):
+        return None
+
+    def due(self, epoch):
+        return False
+
+
+@dataclass(frozen=True)
+class GradNorm(Weighting):
+    """Learning-rate annealing (Wang, Teng & Perdikaris 2021, arXiv:2001.04536, Algorithm 1), jaxpi's
+    "grad_norm": s_i = ||g_i||, so that every weighted row lambda_hat_i g_i has the mean norm."""
+
+    name: ClassVar[str] = "gradnorm"
+    measures: ClassVar[str] = "G"
+    every: int = 100
+    alpha: float = 0.9
+
+    def __post_init__(self):
+        self._check()
+
+    @staticmethod
+    def magnitudes(G: Tensor) -> Tensor:
+        """||g_i||: G [m, p] -> [m] (float64)."""
+        return G.detach().to(torch.float64).norm(dim=1)
+
+
+@dataclass(frozen=True)
+class NTKWeights(Weighting):
+    """NTK weights (Wang, Yu & Perdikaris 2022, arXiv:2007.14527, Algorithm 1), jaxpi's "ntk": s_i the mean
+    NTK diagonal of task i on a subsample of ``points`` points per condition (`ntk_diagonal_mean`)."""
+
+    name: ClassVar[str] = "ntk"
+    measures: ClassVar[str] = "ntk"
+    every: int = 100
+    alpha: float = 0.9
+    points: int = 256
+
+    def __post_init__(self):
+        self._check()
+        if not (isinstance(self.points, int) and self.points >= 1):
+            raise ValueError(f"ntk: points must be a whole number of at least 1, got {self.points!r}")
+
+
+WEIGHTINGS: dict[str, type[Weighting]] = {"none": NoWeights, "gradnorm": GradNorm, "ntk": NTKWeights}
+
+
+def make_weighting(name: str, **options) -> Weighting:
+    return WEIGHTINGS[name](**options)
+
+
+def ntk_diagonal_mean(residuals: Tensor, theta: list[Tensor]) -> Tensor:
+    """mean_j sum_k ||d r_jk / d theta||^2 for residuals [n, C] (a graph to ``theta``): one backward pass per
+    point and component.  -> [] float64 (on theta's device)."""
+    n, components = residuals.shape
+    total = torch.zeros((), dtype=torch.float64, device=residuals.device)
+    for j in range(n):
+        for k in range(components):
+            grads = torch.autograd.grad(residuals[j, k], theta, retain_graph=True, allow_unused=True)
+            total = total + sum(g.detach().to(torch.float64).square().sum() for g in grads if g is not None)
+    return total / n
