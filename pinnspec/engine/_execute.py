@@ -151,9 +151,10 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
 
     t = problem.ir.training
     compile_setting, engine = t.setting("compile"), t.setting("engine")
+    weights = f"weights {t.weights} -> " if t.weights.name != "none" else ""
     header = (f"how a step of '{problem.ir.name}' runs (compile = {compile_setting}, engine = {engine}, "
-              f"{device.type}, grouping {grouping}: {num_losses} losses; chain {t.surgery} -> {t.optimizer} -> "
-              f"{t.align}):")
+              f"{device.type}, grouping {grouping}: {num_losses} losses; chain {weights}{t.surgery} -> "
+              f"{t.optimizer} -> {t.align}):")
     eager = Candidate(EAGER, "losses and G by autograd, one backward pass per task; the chain eagerly")
     hessian = ("eager (the estimate needs double backward through the losses)" if chain.uses_hessian else None)
     if compile_setting == "off":
@@ -314,12 +315,14 @@ class OneGraph:
         return StepOut(losses, self.ctx.logged(losses), G, step, steps)
 
 
-def _chain_update(chain: UpdateChain, G, theta, hessian, surgery_state, optimizer_state, weights) -> ChainStep:
-    """The chain's step with the state as three arguments (compiled apart from the losses)."""
+def _chain_update(chain: UpdateChain, G, theta, hessian, surgery_state, optimizer_state, weights=None) -> ChainStep:
+    """The chain's step with the state as separate arguments (compiled apart from the losses; ``weights``
+    None: no weights stage)."""
     return chain.update(G, theta, ChainState(surgery_state, optimizer_state, weights), hessian=hessian)
 
 
-def _one_graph_step(chain: UpdateChain, fused, theta, inputs, counts, surgery_state, optimizer_state, weights):
+def _one_graph_step(chain: UpdateChain, fused, theta, inputs, counts, surgery_state, optimizer_state,
+                    weights=None):
     """The one-graph step: (tasks [m], conditions [C], G [m, p], the chain's step), a pure function of its
     arguments (compiled whole)."""
     tasks, conditions, G = fused(theta, inputs, counts)

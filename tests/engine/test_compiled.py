@@ -119,6 +119,34 @@ def test_the_one_graph_step_equals_the_eager_step_at_every_step_count(surgery, s
         torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("strategy", ["one graph", "one graph, steps on the device", "two graphs"])
+def test_compiled_steps_with_task_weights_follow_the_eager_steps(strategy):
+    """``weights gradnorm``: the weights enter the compiled step as a tensor argument (changed between steps
+    by the host's cadence, without a recompile) and come back as the caller's tensor, never a graph's
+    buffer; rows, weights and parameters equal the eager run's."""
+    settings = dict(epochs=6, surgery="config", weights="gradnorm(every = 2, alpha = 0.5)")
+    eager = Trainer(_spec(TINY, **settings))
+    compiled = Trainer(_spec(TINY, **settings, compile="on"))
+    if strategy == "two graphs":
+        compiled.execution.install(TwoGraphs(compiled.execution.ctx, compiled.execution.compiled_losses(),
+                                             compile_chain=True))
+    elif strategy != "one graph":
+        compiled.execution.install(compiled.execution.one_graph(steps_on_device=True))
+    for epoch in range(6):
+        with torch._dynamo.config.patch(error_on_recompile=epoch > 0):
+            before = compiled.state.weights
+            b = compiled.step(epoch)
+        a = eager.step(epoch)
+        assert a.keys() == b.keys() and "weight2" in b
+        for key, value in a.items():
+            assert b[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+        assert compiled.state.weights is not before if epoch % 2 == 0 else compiled.state.weights is before
+    assert compiled.execution.current == strategy.split(",")[0]
+    torch.testing.assert_close(compiled.state.weights, eager.state.weights, rtol=1e-9, atol=0)
+    for x, y in zip(eager.theta, compiled.theta):
+        torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-12)
+
+
 def test_a_cuda_graph_that_cannot_be_recorded_falls_back_to_two_graphs(capsys):
     """With its step counts on the device (CUDA graphs), a RuntimeError in the one-graph step's first calls
     (an op a CUDA graph cannot hold fails its capture) is a notice and the losses and chain compiled apart;

@@ -401,3 +401,14 @@ def test_losses_plot_shows_the_weights_panel(tmp_path):
     panel = weighted.axes[-1]
     assert [line.get_label() for line in panel.get_lines()] == ["task N", "task B", "task I"]
     assert panel.get_lines()[0].get_ydata()[0] == 1.0
+
+
+def test_show_names_the_weights_stage():
+    from pinnspec.engine._trainer import describe_execution
+    from pinnspec.lang._show import format_ir
+
+    weighted, plain = loads(tiny("gradnorm(every = 10)")), loads(tiny(None))
+    assert "weights gradnorm(every = 10, alpha = 0.9)" in format_ir(weighted.ir)
+    assert "weights" not in format_ir(plain.ir)
+    assert "chain weights gradnorm(every = 10, alpha = 0.9) -> none() -> adam(" in describe_execution(weighted)
+    assert "chain none() -> adam(" in describe_execution(plain)
