@@ -82,3 +82,26 @@ def test_distributed_resume_refuses_overrides(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "pinnspec", "train", "--resume", str(tmp_path), "--epochs", "5",
                           "--distributed"], env=env, capture_output=True, text=True)
     assert bad.returncode == 1 and "give no FILE, overrides" in bad.stderr
+
+
+def test_two_gloo_ranks_with_gradnorm_weights_equal_one_process(tmp_path):
+    """The weights stage on the all-reduced G: the same weights, history and model as one process; `ntk`
+    (each rank measures its shard, the ranks average) runs to the end with finite weights."""
+    args = [*ARGS, "--set", "weights=gradnorm(every = 3, alpha = 0.5)"]
+    single, multi, ntk = tmp_path / "single", tmp_path / "multi", tmp_path / "ntk"
+    one = subprocess.run([sys.executable, "-m", "pinnspec", "train", str(TINY), *args, "--out", str(single)],
+                         env=ENV, capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run(_torchrun(str(TINY), *args, "--out", str(multi), port=29521), env=ENV,
+                         capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stderr
+    a = torch.load(single / "checkpoint.pt", weights_only=False)
+    b = torch.load(multi / "checkpoint.pt", weights_only=False)
+    assert torch.allclose(a["weights"], b["weights"], rtol=1e-9, atol=0)
+    for key in a["model"]:
+        assert torch.allclose(a["model"][key], b["model"][key], rtol=1e-9, atol=1e-12), key
+    three = subprocess.run(_torchrun(str(TINY), *ARGS, "--set", "weights=ntk(every = 5, points = 16)", "--out",
+                                     str(ntk), port=29522), env=ENV, capture_output=True, text=True, timeout=300)
+    assert three.returncode == 0, three.stderr
+    weights = torch.load(ntk / "checkpoint.pt", weights_only=False)["weights"]
+    assert torch.isfinite(weights).all() and not torch.equal(weights, torch.ones(3, dtype=weights.dtype))
