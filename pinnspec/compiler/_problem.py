@@ -2,6 +2,7 @@
 
     problem = pinnspec.compile(spec)
     points  = problem.sample(epoch)                       # fresh points (pure in seed, epoch)
+    points  = problem.sample(epoch, residual=problem.residual_function(model))  # rad, rard, r3: adaptive
     losses  = problem.losses(model, points, params)       # losses.tasks: [m], grouping order
     problem.reference(x)                                  # [N, d] -> [N, n_fields]
 
@@ -26,7 +27,8 @@ from .. import ir
 from ..forward import forward_values
 from ..registry import REFERENCES, UnknownNameError
 from ..sampling import PointPlan, PointSet, box_points, grid_points, load_reference
-from ..sampling._regions import domain_points, inside_domain
+from ..sampling._adaptive import AdaptiveSampler
+from ..sampling._regions import domain_points, inside_domain, sample_region
 from ..sampling._table import TableColumns, TableInterpolator, table_interpolator
 from ._codegen import Kernel, build_kernels, generate_kernel
 from ._operators import find_operators
@@ -35,6 +37,10 @@ from ._reports import ReportEvaluator
 
 #: Fixed streams for the test and validation points: the same for every training seed.
 TEST_STREAM, VALIDATION_STREAM = 7_000_001, 7_000_002
+#: The stream of an adaptive sampler's candidates and choices: ``default_rng([seed, block, set, ADAPTIVE_STREAM])``
+ADAPTIVE_STREAM = 7_000_003
+#: Points per residual evaluation of an adaptive sampler (bounds the memory of the derivatives' graphs)
+RESIDUAL_CHUNK = 4096
 DEFAULT_TEST_POINTS = 10_000
 
 
@@ -170,6 +176,16 @@ class CompiledProblem:
         self.by_set: dict[int, list[ConditionKernels]] = {}
         for ck in self.condition_kernels.values():
             self.by_set.setdefault(ck.set_index, []).append(ck)
+        #: the point sets an adaptive sampler (`rad`, `rard`, `r3`) redraws from the residual: those whose
+        #: conditions are all equations; every other set is drawn by its base sampler
+        self.adaptive: AdaptiveSampler | None = (self.point_plan.sampler
+                                                 if isinstance(self.point_plan.sampler, AdaptiveSampler) else None)
+        self.adaptive_sets: tuple[int, ...] = () if self.adaptive is None else tuple(
+            s.index for s in self.point_plan.sets
+            if not s.is_data and all(p.condition(name).kind == "equation" for name in s.conditions))
+        #: set index -> (seed, block, its points before that block, its points in that block): what the
+        #: adaptive samplers that keep points (`rard`, `r3`) start from
+        self._adaptive_history: dict[int, tuple[int, int, np.ndarray, np.ndarray]] = {}
         self._generator = None
         self._file_rows = None  # a reference file's (points, values), read once
         self._test = None
@@ -177,15 +193,57 @@ class CompiledProblem:
         self._report_evaluator: ReportEvaluator | None = None
 
     # ================================================================== points
-    def sample(self, epoch: int, seed: int | None = None, *, device="cpu", dtype=torch.float32) -> Points:
-        """The points of ``epoch`` (a pure function of seed and epoch), as tensors."""
-        sets = self.point_plan.sample(self.seed if seed is None else int(seed), int(epoch))
+    def sample(self, epoch: int, seed: int | None = None, *, device="cpu", dtype=torch.float32,
+               residual=None) -> Points:
+        """The points of ``epoch`` as tensors: a pure function of seed and epoch, except the equation sets
+        of an adaptive sampler (``rad``, ``rard``, ``r3``), which follow ``residual(set_index, x [n, d]) ->
+        |r| [n]`` (:meth:`residual_function` of the model at this epoch) from the first resampling on.
+        Without ``residual`` every set is its sampler's base draw."""
+        seed = self.seed if seed is None else int(seed)
+        sets = self.point_plan.sample(seed, int(epoch))
+        if residual is not None and self.adaptive is not None:
+            sets = self.adapted(seed, int(epoch), sets, residual)
         return self.points(epoch, sets, device=device, dtype=dtype)
+
+    def adapted(self, seed: int, epoch: int, sets: list[PointSet], residual) -> list[PointSet]:
+        """``sets`` (the point plan's draws of ``epoch``) with the adaptive sets redrawn by the spec's adaptive
+        sampler.  Block 0 keeps the base draw.  In a later block a set starts from its points of the last
+        block drawn before it (`rard`, `r3`; the base draw of this block where none was, e.g. after a
+        resume), and the same block drawn again starts from the same points: equal residuals give equal sets.
+        The candidates and choices come from ``default_rng([seed, block, set, ADAPTIVE_STREAM])``."""
+        block = self.point_plan.block(epoch)
+        sets = list(sets)
+        for index in self.adaptive_sets:
+            planned = self.point_plan.sets[index]
+            drawn = sets[index].x  # [count, d]: the base sampler's points of this block
+            history = self._adaptive_history.get(index)
+            if history is not None and history[0] == seed and history[1] == block:
+                current = history[2]  # this block again: from the same points
+            elif history is not None and history[0] == seed and history[1] < block:
+                current = history[3]  # the points of the last block drawn
+            else:
+                current = drawn
+            if block == 0:
+                points = drawn
+            else:
+                rng = np.random.default_rng([seed, block, index, ADAPTIVE_STREAM])
+
+                def draw(n: int, region=planned.region, rng=rng) -> np.ndarray:
+                    return sample_region(region, self.point_plan.coordinates, n, self.adaptive.base, rng).x
+
+                points = self.adaptive.adapt(current, planned.count, draw, lambda x, index=index: residual(index, x),
+                                             rng)
+            self._adaptive_history[index] = (seed, block, current, points)
+            sets[index] = PointSet(np.ascontiguousarray(points))
+        return sets
 
     def points(self, epoch: int, sets: list[PointSet], *, device="cpu", dtype=torch.float32,
                totals: list[int] | None = None) -> Points:
         """Host point sets as tensors on ``device``; ``totals``: each set's whole size where ``sets`` are
         parts of them (the divisors of the means: see `TorchPointSet.count`)."""
+        if totals is not None and self.adaptive is not None:
+            raise ValueError(f"the adaptive sampler '{self.adaptive.name}' redraws points from the residual of one "
+                             "process's model: data-parallel runs (point sets split over ranks) do not take it")
         totals = totals or [None] * len(sets)
         return Points(int(epoch), [self._to_torch(index, s, device, dtype, total)
                                    for index, (s, total) in enumerate(zip(sets, totals))])
@@ -307,6 +365,30 @@ class CompiledProblem:
             else:  # observed
                 args.append(s.observed[rows, ck.observed_fields.index(inp.key)])
         return kernel.fn(*args)
+
+    def residual_magnitudes(self, index: int, x: np.ndarray, model, params: dict[str, torch.Tensor] | None = None,
+                            *, chunk: int = RESIDUAL_CHUNK, engine: str | None = None) -> np.ndarray:
+        """|r| ``[n]`` float64 at the points ``x`` ``[n, d]`` of point set ``index``: the root of the sum of
+        squares of every residual component of every condition on the set, by ``model`` (its device and
+        dtype) in chunks of ``chunk`` points.  Autograd runs for the derivatives in x (the model's
+        parameters are not changed and no gradient is kept); the values are detached."""
+        x = np.asarray(x, dtype=np.float64)  # [n, d]
+        weight = next(iter(model.parameters()), None) if isinstance(model, torch.nn.Module) else None
+        device, dtype = (weight.device, weight.dtype) if weight is not None else ("cpu", torch.float32)
+        params = params or {}
+        parts = []
+        for start in range(0, len(x), chunk):
+            s = self._to_torch(index, PointSet(x[start:start + chunk]), device, dtype)
+            with torch.enable_grad():
+                residuals = self.set_residuals(index, model, s, params, engine=engine)
+            squares = sum(self.point_squares(r.detach()) for r in residuals.values())  # [chunk]
+            parts.append(squares.sqrt().to(torch.float64).cpu().numpy())
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def residual_function(self, model, params: dict[str, torch.Tensor] | None = None):
+        """``residual(set_index, x [n, d]) -> |r| [n]`` (:meth:`residual_magnitudes`) of ``model`` as it is
+        when called: what :meth:`sample` gives an adaptive sampler."""
+        return lambda index, x: self.residual_magnitudes(index, x, model, params)
 
     @staticmethod
     def point_squares(residuals: torch.Tensor) -> torch.Tensor:

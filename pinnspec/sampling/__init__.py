@@ -13,7 +13,10 @@ coordinates and fields by name, else by order.
 
 Samplers (registered in :data:`pinnspec.registry.SAMPLERS`): ``lhs``,
 ``uniform``, ``sobol``, ``halton``, ``grid``, ``hammersley``; each is
-``Sampler(**options)(n, k, rng) -> [n, k]`` in [0, 1].
+``Sampler(**options)(n, k, rng) -> [n, k]`` in [0, 1].  The residual-based
+adaptive samplers ``rad``, ``rard`` and ``r3`` (:mod:`._adaptive`, docs/sampling.md)
+are their ``base`` sampler when called so; ``CompiledProblem.sample(epoch,
+residual=...)`` redraws the equation sets from the model's residual.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ._regions import PointSet, box_points, face_counts, grid_points, sample_reg
 from ._data import FileColumns, column_mapping, load_data, load_reference, match_columns, read_columns, read_file_columns
 from ._comsol import ComsolTable, read_comsol, read_comsol_header
 from ._plan import PlannedSet, PointPlan
+from ._adaptive import R3, RAD, RARD, AdaptiveSampler, r3_retained, rad_choice, rad_weights
 
 __all__ = [
     "LHS",
@@ -48,4 +52,11 @@ __all__ = [
     "read_comsol_header",
     "PlannedSet",
     "PointPlan",
+    "AdaptiveSampler",
+    "RAD",
+    "RARD",
+    "R3",
+    "rad_weights",
+    "rad_choice",
+    "r3_retained",
 ]
