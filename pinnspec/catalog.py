@@ -121,6 +121,14 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     "diverge_factor": ("number", 1e6),
 }
 
+#: `weights NAME(args)`: the loss-balancing stage of the update chain (pinnspec.engine._weights), name ->
+#: {argument: default}; every and points are whole numbers >= 1, 0 <= alpha < 1 (checked when a spec is read)
+WEIGHTS: dict[str, dict[str, Any]] = {
+    "none": {},
+    "gradnorm": {"every": 100, "alpha": 0.9},
+    "ntk": {"every": 100, "alpha": 0.9, "points": 256},
+}
+
 #: What a spec without the statement gets.
 DEFAULTS = {
     "model": "mlp",
@@ -128,6 +136,7 @@ DEFAULTS = {
     "schedule": "warmup_cosine",
     "surgery": "none",
     "align": "none",
+    "weights": "none",
     "sampler": "lhs",
 }
 
