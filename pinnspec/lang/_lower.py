@@ -857,7 +857,7 @@ class Lowering:
                 call = self._checked_weights(call, statements[0].call)
             if call is not None:
                 return call
-        default = _default_name(kind)
+        default = catalog.DEFAULTS[kind]
         if kind == "weights":
             return ir.CallSpec(default)  # `weights none`: no arguments shown or stored
         defaults = _known(kind)[default]
@@ -1030,19 +1030,11 @@ class Lowering:
 
 _BAD = object()
 
-#: `weights NAME(args)`: the loss-balancing stage (pinnspec.engine._weights), name -> {argument: default}
-_WEIGHTS = {"none": {}, "gradnorm": {"every": 100, "alpha": 0.9}, "ntk": {"every": 100, "alpha": 0.9, "points": 256}}
-
-
 def _known(kind: str) -> dict[str, dict[str, Any]]:
-    """The names of a training statement's kind with their arguments (the weights stage: its own table)."""
+    """The names of a training statement's kind with their arguments (the weights stage: `catalog.WEIGHTS`)."""
     if kind == "weights":
-        return {name: dict(args) for name, args in _WEIGHTS.items()}
+        return {name: dict(args) for name, args in catalog.WEIGHTS.items()}
     return catalog.known(kind)
-
-
-def _default_name(kind: str) -> str:
-    return "none" if kind == "weights" else catalog.DEFAULTS[kind]
 
 
 def _combine(terms: list[tuple[float, ir.Atom]]) -> tuple[tuple[float, ir.Atom], ...]:

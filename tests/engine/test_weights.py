@@ -412,3 +412,14 @@ def test_show_names_the_weights_stage():
     assert "weights" not in format_ir(plain.ir)
     assert "chain weights gradnorm(every = 10, alpha = 0.9) -> none() -> adam(" in describe_execution(weighted)
     assert "chain none() -> adam(" in describe_execution(plain)
+
+
+def test_catalog_equals_the_stage_classes():
+    from dataclasses import fields
+
+    from pinnspec import catalog
+    from pinnspec.engine._weights import WEIGHTINGS
+
+    assert set(catalog.WEIGHTS) == set(WEIGHTINGS) and catalog.DEFAULTS["weights"] == "none"
+    for name, args in catalog.WEIGHTS.items():
+        assert {f.name: f.default for f in fields(WEIGHTINGS[name])} == args, name
