@@ -107,9 +107,11 @@ class DataPoints:
 
     path: str
     fields: tuple[str, ...]
+    noise: float | None = None  # the standard deviation of the observations' noise, when the spec states it
 
     def __str__(self) -> str:
-        return f"data {self.path} ({', '.join(self.fields)})"
+        noise = "" if self.noise is None else f", noise sd {self.noise:g}"
+        return f"data {self.path} ({', '.join(self.fields)}{noise})"
 
 
 @dataclass(frozen=True)

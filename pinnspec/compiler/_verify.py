@@ -41,6 +41,10 @@ class ConditionCheck:
     judged: bool
     note: str = ""
     rtol: float = DEFAULT_RTOL
+    #: observations with stated noise: the rms the noise gives (its sd) and the allowed relative deviation
+    #: from it (five standard deviations of the rms of that many values); None otherwise
+    noise_rms: float | None = None
+    noise_tolerance: float = 0.0
 
     @property
     def relative(self) -> float:
@@ -48,7 +52,11 @@ class ConditionCheck:
 
     @property
     def passed(self) -> bool:
-        return (not self.judged) or (math.isfinite(self.rms) and self.rms <= self.rtol * self.scale)
+        if not self.judged:
+            return True
+        if self.noise_rms is not None:  # the residual of noisy data is the noise: its rms must match it
+            return math.isfinite(self.rms) and abs(self.rms / self.noise_rms - 1) <= self.noise_tolerance
+        return math.isfinite(self.rms) and self.rms <= self.rtol * self.scale
 
 
 class Checks(list):
@@ -102,8 +110,15 @@ def verify(problem: CompiledProblem, *, seed: int = 0, params: dict[str, float] 
         if unset:
             note = (f"uses param {', '.join(unset)} at its initial value; "
                     f"pass --param {unset[0]}=VALUE to judge it")
+        noise = getattr(cond.region, "noise", None)
+        noise_rms, tolerance = None, 0.0
+        if noise is not None:  # every value of r [n, k] is one observation's noise: rms ~ sd, +- sd/sqrt(2 n k)
+            noise_rms, tolerance = noise, 5 / math.sqrt(2 * r.numel())
+            note = (note + "; " if note else "") + (
+                f"noise sd {noise:g} stated: rms / sd = {_rms(r.reshape(-1)) / noise:.3f} (allowed 1 ± {tolerance:.3f})")
         checks.append(ConditionCheck(cond.name, r.shape[0], float(r.abs().max()), _rms(r.reshape(-1)),
-                                     scale, judged=not unset, note=note, rtol=rtol))
+                                     scale, judged=not unset, note=note, rtol=rtol, noise_rms=noise_rms,
+                                     noise_tolerance=tolerance))
     return Checks(checks, problem.reports(problem.exact, values))
 
 

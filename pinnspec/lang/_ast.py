@@ -295,6 +295,7 @@ class Data(Statement):
     path: String
     fields: tuple[Ident, ...]
     span: Span
+    options: tuple[tuple[Ident, Number], ...] = ()  # `noise = 0.1`
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from ._report import ReportLowering
 #: Points per condition when a spec gives none (documented in docs/reference.md).
 DEFAULT_POINTS = {"equation": 1000, "initial": 100, "boundary": 100, "periodic": 100}
 DEFAULT_GROUPING = "default"
+DATA_OPTIONS = ("noise",)  # `data NAME from "FILE": FIELD, ..., noise = SIGMA`
 #: Statements a spec may hold at most once.
 SINGLE = ("problem", "time", "domain", "sampler", "resample", "reference", "test", "validate",
           "model", "optimizer", "schedule", "surgery", "align", "weights")
@@ -580,9 +581,25 @@ class Lowering:
                     self.diag.error(st.path.span, f"the data file '{path}' has no column '{col}' "
                                     f"(its columns are: {', '.join(columns) or 'none'})")
                     ok = False
+        noise = None
+        for key, value in st.options:
+            if key.name != "noise":
+                hint = did_you_mean(key.name, DATA_OPTIONS)
+                more = f"; did you mean '{hint}'?" if hint else f" (a data statement takes: {', '.join(DATA_OPTIONS)})"
+                self.diag.error(key.span, f"unknown data option '{key.name}'{more}")
+                ok = False
+            elif noise is not None:
+                self.diag.error(key.span, "'noise' is given twice")
+                ok = False
+            elif not float(value.text) > 0:
+                self.diag.error(value.span, f"noise = {value.text}: the noise's standard deviation must be > 0 "
+                                f"(leave 'noise' out for exact observations)")
+                ok = False
+            else:
+                noise = float(value.text)
         if ok and columns is not None:
             residuals = [self.field_exprs[f] - ir.observed(f) for f in names]
-            self._add_condition(st, "data", ir.DataPoints(path, tuple(names)), residuals)
+            self._add_condition(st, "data", ir.DataPoints(path, tuple(names), noise), residuals)
 
     def _data_columns(self, full: str, node: A.String) -> list[str] | None:
         if not os.path.isfile(full):

@@ -226,7 +226,12 @@ class ToAst(Transformer):
         return A.Periodic(_ident(c[0]), _ident(c[1]), tuple(c[2:]), _span(meta))
 
     def data_stmt(self, meta, c):
-        return A.Data(_ident(c[0]), _string(c[1]), tuple(_ident(t) for t in c[2:]), _span(meta))
+        fields = tuple(_ident(t) for t in c[2:] if isinstance(t, Token))
+        options = tuple(t for t in c[2:] if not isinstance(t, Token))
+        return A.Data(_ident(c[0]), _string(c[1]), fields, _span(meta), options)
+
+    def data_option(self, meta, c):
+        return (_ident(c[0]), _number(c[1]))
 
     # losses
     def weight(self, meta, c):

@@ -75,12 +75,8 @@ def test_case_specs_follow_pinnacles_protocol(name):
 
 @pytest.mark.parametrize("name", EXACT)
 def test_exact_cases_verify(name):
-    checks = {c.name: c for c in verify(pinnspec.compile(CASES / f"{name}.pinn"))}
-    for check in checks.values():
-        if check.name == "obs":  # noisy observations: the residual of the exact u is the noise, sd 0.1
-            assert check.rms == pytest.approx(0.1, rel=0.05)
-        else:
-            assert check.passed and check.judged, (check.name, check.relative)
+    checks = verify(pinnspec.compile(CASES / f"{name}.pinn"))  # noisy observations: noise = 0.1 stated
+    assert all(c.passed and c.judged for c in checks), [(c.name, c.relative, c.note) for c in checks]
 
 
 def test_verify_flags_pinnacles_source_term_for_pinv():

@@ -35,6 +35,7 @@ TABLE_FILES = {
     "coords.csv": "x,t\n-1,0\n1,1\n",
     "tk.csv": "T,k\n0,1\n1,2\n",
     "nan.csv": "x,k\n-1,1\n0,nan\n1,3\n",
+    "obs.csv": "x,t,u\n0,0,1\n",  # observations for the data rows
 }
 TABLE = 'let a = table("k.csv")\n'
 
@@ -157,6 +158,9 @@ CASES = [
     ("exact uses a field", HEAD + PDE + "exact u = u + x\n", 6, 11, "cannot appear in the exact solution"),
     ("exact and reference", HEAD + PDE + "exact u = x\nreference cole_hopf_burgers()\n", 7, 1, "not both"),
     ("missing data file", HEAD + PDE + 'data obs from "nofile.csv": u\n', 6, 15, "does not exist"),
+    ("unknown data option", HEAD + PDE + 'data obs from "obs.csv": u, nois = 0.1\n', 6, 29, "did you mean 'noise'"),
+    ("data noise not positive", HEAD + PDE + 'data obs from "obs.csv": u, noise = 0\n', 6, 37, "must be > 0"),
+    ("data noise twice", HEAD + PDE + 'data obs from "obs.csv": u, noise = 0.1, noise = 0.2\n', 6, 42, "given twice"),
     ("unknown reference", HEAD + PDE + "reference colehopf()\n", 6, 11, "unknown reference"),
     # --- coefficient tables
     ("table file missing", HEAD + 'let a = table("no.csv")\n' + PDE, 5, 15, "does not exist"),
