@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch CPU threads per run (default: the cores divided by --jobs)")
     p.add_argument("--compile", choices=["off", "on", "graphs"], default=None,
                    help="the runs' compile setting (default: the specs' own, off); on a GPU 'on' is fastest")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
+                   help="a setting for every run, as `pinnspec train --set` takes it (model=..., weights=..., "
+                        "optimizer=...); repeatable")
     p.add_argument("--table-only", action="store_true",
                    help="train nothing: write the table and plots from the runs already in --out (finished runs "
                         "are scored, the others counted as not completed)")
@@ -118,6 +121,22 @@ def method_settings(method: str) -> dict[str, str]:
     if not surgery:
         raise BenchError(f"--methods: '{method}' names no surgery method (write e.g. config+gua)")
     return {"surgery": "none" if surgery == VANILLA else surgery, "align": "gua" if plus else "none"}
+
+
+def extra_settings(items: list[str], fixed: dict[str, str]) -> dict[str, str]:
+    """``--set KEY=VALUE`` items -> {KEY: VALUE}; the keys the bench sets itself (and surgery/align, which
+    ``--methods`` sets) are refused.  Unknown keys and bad values are reported by the sweep's plan."""
+    found: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise BenchError(f"--set {item}: expected KEY=VALUE, e.g. --set model='fourier_mlp(features = 64)'")
+        if key in fixed or key in ("surgery", "align", "seed"):
+            raise BenchError(f"--set {key}: the bench sets it (use --epochs, --device, --compile, --methods or "
+                             f"--seeds)")
+        found[key] = value
+    return found
 
 
 def case_names(text: str) -> list[str]:
@@ -198,6 +217,7 @@ def _run(args) -> int:
     fixed = {"epochs": str(args.epochs), "device": args.device, "validate": f"test every {args.epochs}"}
     if args.compile:
         fixed["compile"] = args.compile
+    fixed.update(extra_settings(args.settings, fixed))
     cells = [(case, method) for case in chosen for method in methods]
     sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed={**fixed, **settings[method]},
                     out=os.path.join(args.out, "runs", case, _slug(method))) for case, method in cells]
@@ -253,7 +273,8 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict) -> 
     rate = throughput["epochs_per_s"]
     lines = ["# pinnspec bench pinnacle", "",
              f"{args.epochs} epochs per run, seeds {','.join(map(str, seed_list))}, device {args.device}, "
-             f"jobs {args.jobs or 'default'}, compile {args.compile or 'as the specs say'}.  L2RE / L1RE / MSE "
+             f"jobs {args.jobs or 'default'}, compile {args.compile or 'as the specs say'}"
+             + "".join(f", {item}" for item in args.settings) + ".  L2RE / L1RE / MSE "
              f"over every test point and output of the model "
              f"at the last epoch, mean ± sample std over the completed seeds.  PINNacle: Table 3 of Hao et al. "
              f"(arXiv:2306.08827), mean L2RE after 20,000 iterations; best = the smallest of its methods.", "",

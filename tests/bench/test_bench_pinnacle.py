@@ -34,6 +34,16 @@ def test_method_without_surgery_is_an_error():
         _pinnacle.method_settings("+gua")
 
 
+def test_extra_settings():
+    fixed = {"epochs": "5", "device": "cpu", "validate": "test every 5"}
+    assert _pinnacle.extra_settings(["model=fourier_mlp(features = 8)", "weights = gradnorm"], fixed) == {
+        "model": "fourier_mlp(features = 8)", "weights": "gradnorm"}
+    for bad, phrase in (("model", "expected KEY=VALUE"), ("epochs=3", "the bench sets it"),
+                        ("surgery=pcgrad", "the bench sets it")):
+        with pytest.raises(_pinnacle.BenchError, match=phrase):
+            _pinnacle.extra_settings([bad], fixed)
+
+
 def test_case_names():
     assert _pinnacle.case_names("all") == ["burgers1d", "poisson2dc", "ns2dc", "heat2dms", "wave1dc", "pnd", "pinv",
                                            "hinv"]
@@ -95,7 +105,7 @@ def test_end_to_end_and_restart(tmp_path, capsys):
     (cases / "burgers1d.pinn").write_text(text, encoding="utf-8")
     out = tmp_path / "out"
     argv = ["--cases", "burgers1d", "--methods", "adam,config+gua", "--epochs", "2", "--jobs", "1", "--threads", "1",
-            "--cases-dir", str(cases), "--out", str(out)]
+            "--cases-dir", str(cases), "--out", str(out), "--set", "model=mlp(width = 16, depth = 2)"]
     assert bench.main("pinnacle", argv) == 0
     printed = capsys.readouterr().out
     assert "trained 2 run(s), 4 epochs" in printed
@@ -105,6 +115,7 @@ def test_end_to_end_and_restart(tmp_path, capsys):
     for row in rows:
         result = json.loads((out / "runs" / "burgers1d" / row["method"] / "seed=0" / "result.json").read_text())
         assert row["completed"] == "1" and result["best_epoch"] == 2
+        assert result["model"] == "mlp(width = 16, depth = 2, activation = tanh, init = xavier)"  # --set
         assert float(row["l2re_mean"]) == pytest.approx(result["rel_l2"], rel=1e-5)  # numpy vs the trainer's torch
         assert float(row["pinnacle_vanilla"]) == _pinnacle.CASES["burgers1d"].vanilla
     assert (out / "plots" / "burgers1d.png").stat().st_size > 0
