@@ -274,10 +274,10 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict) -> 
     lines = ["# pinnspec bench pinnacle", "",
              f"{args.epochs} epochs per run, seeds {','.join(map(str, seed_list))}, device {args.device}, "
              f"jobs {args.jobs or 'default'}, compile {args.compile or 'as the specs say'}"
-             + "".join(f", {item}" for item in args.settings) + ".  L2RE / L1RE / MSE "
-             f"over every test point and output of the model "
-             f"at the last epoch, mean ± sample std over the completed seeds.  PINNacle: Table 3 of Hao et al. "
-             f"(arXiv:2306.08827), mean L2RE after 20,000 iterations; best = the smallest of its methods.", "",
+             + "".join(f", {item}" for item in args.settings)
+             + ".  L2RE / L1RE / MSE over every test point and output of the model at the last epoch, mean ± "
+             "sample std over the completed seeds.  PINNacle: Table 3 of Hao et al. (arXiv:2306.08827), mean L2RE "
+             "after 20,000 iterations; best = the smallest of its methods.", "",
              f"This call trained {throughput['runs']} run(s), {throughput['epochs']} epochs in "
              f"{throughput['wall_s']:.1f} s wall: {rate:.1f} epochs/s in aggregate." if rate else
              "This call trained no runs (--table-only, or every run had finished).", "",
