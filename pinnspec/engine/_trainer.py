@@ -253,7 +253,8 @@ class Trainer:
 
     def _sample(self, epoch: int):
         if not self.distributed:
-            return self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype)
+            return self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype,
+                                       residual=self.problem.residual_function(self.model, self.params))
         from ._parallel import shard  # this rank's rows of every set
 
         parts = [shard(s, self.rank, self.world) for s in self.problem.point_plan.sample(self.seed, epoch)]
