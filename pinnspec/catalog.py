@@ -74,6 +74,9 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
         "halton": {"scramble": True},
         "grid": {},
         "hammersley": {},
+        "rad": {"k": 1.0, "c": 1.0, "pool": 10, "base": "uniform"},
+        "rard": {"k": 2.0, "c": 0.0, "add": 100, "pool": 10, "base": "uniform"},
+        "r3": {"base": "uniform"},
     },
     "reference": {
         "cole_hopf_burgers": {"nu": 0.01 / math.pi, "nx": 256, "nt": 100, "t_max": 0.99},
@@ -105,6 +108,8 @@ CHOICES: dict[tuple[str, str, str], tuple[str, ...]] = {
     ("surgery", "amtl", "scale"): ("min", "median", "rmse"),
     ("surgery", "amtl", "reduce"): ("mean", "sum"),
     ("align", "gua", "metric"): ("adam", "euclidean"),
+    # the adaptive samplers' candidates and refills: random samplers, exact counts (pinnspec.sampling._adaptive)
+    **{("sampler", name, "base"): ("uniform", "lhs", "sobol", "halton") for name in ("rad", "rard", "r3")},
 }
 
 #: `train KEY = VALUE`: key -> (kind, default). kind: "int", "name", "choice:a|b".
