@@ -5,12 +5,17 @@ density of the chosen points is known in closed form: with uniform candidates it
 (x^(2k) / E[x^(2k)] + c) / (1 + c), E[x^(2k)] = 1/(2k + 1).
 """
 
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 from scipy import stats
 
 import pinnspec
+from pinnspec.engine import Trainer
+from pinnspec.lang._overrides import apply_overrides
 from pinnspec.compiler._problem import ADAPTIVE_STREAM
 from pinnspec.registry import SAMPLERS
 from pinnspec.sampling import R3, RAD, RARD, r3_retained, rad_choice, rad_weights
@@ -27,6 +32,9 @@ resample every 10
 exact u = 0
 train epochs = 30, seed = {seed}, engine = autograd
 """
+
+
+TINY = Path(__file__).resolve().parents[1] / "engine" / "data" / "tiny.pinn"
 
 
 class Cubic(torch.nn.Module):
@@ -207,3 +215,30 @@ def test_without_a_residual_the_sets_are_the_base_draw_and_shards_are_refused():
     assert np.array_equal(problem.sample(10).sets[0].x.detach().numpy(), sets[0].x.astype(np.float32))
     with pytest.raises(ValueError, match="data-parallel"):
         problem.points(10, sets, totals=[len(s) for s in sets])
+
+
+# ------------------------------------------------------------------ training
+
+
+@pytest.mark.parametrize("sampler, size", [("rad", 200), ("rard(add = 20)", 240), ("r3", 200)])
+def test_a_short_training_run_resamples_from_the_model(sampler, size):
+    """The tiny heat spec, 30 epochs, points redrawn every 10: the trainer passes the model's residual (blocks
+    1 and 2 are adaptive draws), the run completes, and a second run with the same seed is the same."""
+    spec = apply_overrides(pinnspec.load(str(TINY)), {"sampler": sampler, "resample": "every 10", "epochs": 30})
+    runs = []
+    for _ in range(2):
+        trainer = Trainer(spec)
+        result = trainer.run()
+        assert result.status == "completed" and math.isfinite(result.rel_l2)
+        (index,) = trainer.problem.adaptive_sets
+        _, block, before, after = trainer.problem._adaptive_history[index]
+        assert block == 2 and len(after) == size
+        kept = np.isin(after[:, 0], before[:, 0])  # [len(after)]: rows of the block before
+        if sampler == "rad":
+            assert not kept.any()  # fresh candidates
+        elif sampler == "r3":
+            assert 0 < kept.sum() < 200 and kept[:kept.sum()].all()  # retained first, then the refill
+        else:
+            assert np.array_equal(after[:len(before)], before)  # rard keeps every point
+        runs.append((trainer._points.sets[index].x.detach().numpy(), [row["loss"] for row in trainer.history]))
+    assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
