@@ -46,17 +46,36 @@ def sympy_residual(problem_ir, exprs, model, params):
     replace = {problem_ir.field_function(f): fe for f, fe in zip(problem_ir.fields, fields)}
     observed = [ir.observed(f) for f in problem_ir.fields]
     normals = [ir.normal(c.name) for c in problem_ir.space]  # a domain's boundary: the outward normal per point
+    tables = [ir.table_value(t.name) for t in problem_ir.tables]  # coefficient tables: per-point inputs
     out = []
     for e in exprs:
         e = e.subs(replace).doit().subs({sympy.Symbol(n, real=True): v for n, v in params.items()})
-        out.append(sympy.lambdify(list(symbols) + observed + normals, e, "numpy"))
+        out.append(sympy.lambdify(list(symbols) + observed + normals + tables, e, "numpy"))
     return out
 
 
-def evaluate_b(fns, x, observed, normals):
-    """fns take (*coordinates, *observed values of every field, *normal components)."""
+def table_columns(problem_ir, x):
+    """Every coefficient table at the points x [n, d], interpolated here with scipy's griddata (linear on a
+    Delaunay triangulation, nearest where that gives nothing): [n, tables]."""
+    from scipy.interpolate import griddata
+
+    columns = []
+    for t in problem_ir.tables:
+        path = Path(problem_ir.source_dir) / t.path
+        rows = np.genfromtxt(path, delimiter=",", names=True)
+        nodes = np.stack([rows[c] for c in t.coordinate_columns], axis=1)  # [rows, k]
+        at = x[:, [problem_ir.coordinates.index(next(c for c in problem_ir.coordinates if c.name == n))
+                   for n in t.coordinates]]  # [n, k]
+        linear = griddata(nodes, rows[t.value_column], at, method="linear")
+        nearest = griddata(nodes, rows[t.value_column], at, method="nearest")
+        columns.append(np.where(np.isnan(linear), nearest, linear))
+    return np.stack(columns, axis=1) if columns else np.zeros((len(x), 0))
+
+
+def evaluate_b(fns, x, observed, normals, tables):
+    """fns take (*coordinates, *observed values of every field, *normal components, *table values)."""
     args = [x[:, i] for i in range(x.shape[1])] + [observed[:, i] for i in range(observed.shape[1])]
-    args += [normals[:, i] for i in range(normals.shape[1])]
+    args += [normals[:, i] for i in range(normals.shape[1])] + [tables[:, i] for i in range(tables.shape[1])]
     return np.stack([np.broadcast_to(fn(*args), (len(x),)) for fn in fns], axis=1)
 
 
@@ -83,15 +102,17 @@ def test_autograd_residuals_equal_symbolic_residuals(path):
         x = s.x.detach().numpy()
         obs = observed_columns(p, cond, s, len(x))
         normals = np.zeros((len(x), len(p.space))) if s.normals is None else s.normals.numpy()
+        tables = table_columns(p, x)
         if cond.face_residuals:
             expected = np.concatenate([evaluate_b(sympy_residual(p, res, model, params), x[rows], obs[rows],
-                                                  normals[rows])
+                                                  normals[rows], tables[rows])
                                        for res, rows in zip(cond.face_residuals, s.face_slices)])
         else:
             fns = sympy_residual(p, cond.residuals, model, params)
-            expected = evaluate_b(fns, x, obs, normals)
+            expected = evaluate_b(fns, x, obs, normals, tables)
             if isinstance(cond.region, ir.PeriodicPairs):
-                expected = expected - evaluate_b(fns, s.partner.detach().numpy(), obs, normals)
+                partner = s.partner.detach().numpy()
+                expected = expected - evaluate_b(fns, partner, obs, normals, table_columns(p, partner))
         got = actual[cond.name].detach().numpy()
         assert got.shape == expected.shape
         scale = np.abs(expected).max() + 1e-12
