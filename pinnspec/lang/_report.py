@@ -26,7 +26,7 @@ from ._geometry import BOX
 MAX_REPORT_DIMENSION = 3
 
 
-def _placeholder(index: int) -> str:
+def _integral_name(index: int) -> str:
     """The name an integral's call is replaced by in the report's expression (no spec name has '#')."""
     return f"#{index}"
 
@@ -49,7 +49,7 @@ class ReportLowering:
             return None
         integrals = [self._integral(name, index, call) for index, call in enumerate(calls)]
         lets = dict(self.lowering.lets)
-        lets.update({_placeholder(i): ir.report_integral(name, i) for i in range(len(calls))})
+        lets.update({_integral_name(i): ir.report_integral(name, i) for i in range(len(calls))})
         scope = dataclasses.replace(
             self.lowering._scope(f"the report '{name}' outside integral(...) and mean(...)", fields=False,
                                  coordinates=False), lets=lets)
@@ -192,17 +192,17 @@ class ReportLowering:
         return None, None
 
 
-def _replace_calls(node, placeholders: dict[int, int]):
-    """The expression with each integral(...) / mean(...) call (by identity) replaced by its placeholder name."""
-    if id(node) in placeholders:
-        return A.Name(_placeholder(placeholders[id(node)]), node.span)
+def _replace_calls(node, integral_indices: dict[int, int]):
+    """The expression with each integral(...) / mean(...) call (by identity) replaced by the name of its integral symbol."""
+    if id(node) in integral_indices:
+        return A.Name(_integral_name(integral_indices[id(node)]), node.span)
     if not isinstance(node, A.Node):
         return node
     changes = {}
     for f in dataclasses.fields(node):
         value = getattr(node, f.name)
         if isinstance(value, A.Node):
-            changes[f.name] = _replace_calls(value, placeholders)
+            changes[f.name] = _replace_calls(value, integral_indices)
         elif isinstance(value, tuple) and any(isinstance(v, A.Node) for v in value):
-            changes[f.name] = tuple(_replace_calls(v, placeholders) for v in value)
+            changes[f.name] = tuple(_replace_calls(v, integral_indices) for v in value)
     return dataclasses.replace(node, **changes) if changes else node
