@@ -183,19 +183,22 @@ def run_metrics(run_dir: str) -> dict | None:
         return None
     if result.get("status") != "completed":
         return None
-    data = _load_npz(os.path.join(run_dir, "predictions.npz"))
+    data = _predictions(run_dir)
     if result.get("best_epoch") != result.get("epochs"):
         raise BenchError(f"{run_dir}: the kept model is from epoch {result.get('best_epoch')}, not the last one "
                          f"({result.get('epochs')}); PINNacle scores the last")
-    found = metrics(data["prediction"], data["reference"])
+    found = metrics(data.prediction, data.reference)
     train_s = float(result["train_time_s"])
     found.update(train_s=train_s, epochs_per_s=result["epochs_done"] / train_s if train_s > 0 else None)
     return found
 
 
-def _load_npz(path: str) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as data:  # a run directory's file executes no code
-        return {k: data[k] for k in data.files}
+def _predictions(run_dir: str):
+    """The run's predictions.npz, read as ``pinnspec plot`` reads it (no pickles: a run directory's file
+    executes no code)."""
+    from ..plots._run import read_predictions
+
+    return read_predictions(os.path.join(run_dir, "predictions.npz"))
 
 
 def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
@@ -208,6 +211,7 @@ def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
 # ====================================================================== the run
 def _run(args) -> int:
     from ..sweep import Sweep, run_sweeps
+    from ..sweep._plan import _slug
 
     chosen = case_names(args.cases)
     methods = names(args.methods, "--methods")
@@ -252,12 +256,6 @@ def _run(args) -> int:
     print(f"wrote {paths['markdown']}, {paths['csv']} and {sum(p is not None for p in plots)} plot(s) in "
           f"{os.path.join(args.out, 'plots')}")
     return max((r.exit_code for r in reports), default=0)
-
-
-def _slug(method: str) -> str:
-    from ..sweep._plan import _slug as slug
-
-    return slug(method)
 
 
 def _epochs_trained(outcome: dict) -> int:
@@ -312,25 +310,24 @@ def plot_case(case: str, methods: list[str], per_run: dict, path: str) -> str | 
     for method in methods:
         for run_dir, found in per_run[(case, method)].values():
             if found is not None:
-                shown.append((method, _load_npz(os.path.join(run_dir, "predictions.npz"))))
+                shown.append((method, _predictions(run_dir)))
                 break
     if not shown:
         return None
-    fields = [str(f) for f in shown[0][1]["fields"]]
-    coordinates = [str(c) for c in shown[0][1]["coordinates"]]
+    fields, coordinates = shown[0][1].fields, shown[0][1].coordinates
     n_rows = len(shown) * len(fields)
     fig = new_figure(12.0, 3.0 * n_rows)
     axes = fig.subplots(n_rows, 3, squeeze=False)
     for k, (method, data) in enumerate(shown):
-        points, keep = _slice(data["points"])  # [n, d], [n]
+        points, keep = _slice(data.points)  # [n, d], [n]
         for j, field in enumerate(fields):
             row = axes[k * len(fields) + j]
-            pred, ref = data["prediction"][keep, j], data["reference"][keep, j]  # [n'], [n']
+            pred, ref = data.prediction[keep, j], data.reference[keep, j]  # [n'], [n']
             lo, hi = float(min(pred.min(), ref.min())), float(max(pred.max(), ref.max()))
             for ax, values, title, scale in ((row[0], pred, f"{method}: {field} predicted", (lo, hi)),
                                              (row[1], ref, f"{field} reference", (lo, hi)),
                                              (row[2], np.abs(pred - ref), f"|error| (L2RE of the run "
-                                              f"{metrics(data['prediction'], data['reference'])['l2re']:.2e})",
+                                              f"{metrics(data.prediction, data.reference)['l2re']:.2e})",
                                               None)):
                 x = points[keep, 0]
                 y = points[keep, 1] if points.shape[1] > 1 else np.zeros_like(x)
@@ -341,7 +338,7 @@ def plot_case(case: str, methods: list[str], per_run: dict, path: str) -> str | 
                 ax.set_xlabel(coordinates[0])
                 if points.shape[1] > 1:
                     ax.set_ylabel(coordinates[1])
-    fig.suptitle(f"{CASES[case].label}: {_slice_text(shown[0][1]['points'], coordinates)}", fontsize=9)
+    fig.suptitle(f"{CASES[case].label}: {_slice_text(shown[0][1].points, coordinates)}", fontsize=9)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     save(fig, path)
     return path
