@@ -108,6 +108,7 @@ CHOICES: dict[tuple[str, str, str], tuple[str, ...]] = {
     ("surgery", "amtl", "scale"): ("min", "median", "rmse"),
     ("surgery", "amtl", "reduce"): ("mean", "sum"),
     ("align", "gua", "metric"): ("adam", "euclidean"),
+    ("stage", "lbfgs", "line_search"): ("strong_wolfe", "none"),
     # the adaptive samplers' candidates and refills: random samplers, exact counts (pinnspec.sampling._adaptive)
     **{("sampler", name, "base"): ("uniform", "lhs", "sobol", "halton") for name in ("rad", "rard", "r3")},
 }
@@ -132,6 +133,19 @@ WEIGHTS: dict[str, dict[str, Any]] = {
     "none": {},
     "gradnorm": {"every": 100, "alpha": 0.9},
     "ntk": {"every": 100, "alpha": 0.9, "points": 256},
+}
+
+#: `stage NAME(args) KEY = VALUE, ...`: a stage runs one of the optimizers above (first-order: the update chain
+#: with the spec's weights, surgery and alignment) or a second-order method of this table on the weighted sum of
+#: the task losses (pinnspec.engine._stages).  name -> {argument: default}
+SECOND_ORDER_STAGES: dict[str, dict[str, Any]] = {
+    # line_search: strong_wolfe | none; max_evals: objective evaluations per iteration (line search)
+    "lbfgs": {"history": 50, "line_search": "strong_wolfe", "lr": 1.0, "max_evals": 25},
+}
+#: a stage's settings: key -> (kind, default); epochs is required, dtype defaults to the `train` dtype
+STAGE_SETTINGS: dict[str, tuple[str, Any]] = {
+    "epochs": ("int", REQUIRED),
+    "dtype": ("choice:float32|float64", None),
 }
 
 #: What a spec without the statement gets.

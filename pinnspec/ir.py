@@ -424,6 +424,28 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """One stage of training: ``epochs`` epochs of ``optimizer`` in ``dtype``.
+
+    optimizer: a first-order optimizer (the update chain: weights, surgery, this optimizer's proposal,
+               alignment) or a second-order method (``lbfgs``: `catalog.SECOND_ORDER_STAGES`), which minimises
+               the weighted sum of the task losses at fixed points."""
+
+    optimizer: CallSpec
+    epochs: int
+    dtype: str = "float32"
+
+    @property
+    def second_order(self) -> bool:
+        from .catalog import SECOND_ORDER_STAGES
+
+        return self.optimizer.name in SECOND_ORDER_STAGES
+
+    def __str__(self) -> str:
+        return f"{self.optimizer} for {self.epochs} epochs in {self.dtype}"
+
+
+@dataclass(frozen=True)
 class Training:
     model: CallSpec
     optimizer: CallSpec
@@ -432,10 +454,17 @@ class Training:
     align: CallSpec
     settings: tuple[tuple[str, Any], ...]  # epochs, grouping, seed, device, dtype, ...
     weights: CallSpec = CallSpec("none")  # the loss-balancing stage (`weights` statement)
+    #: the `stage` statements in file order; () without them (one stage: the optimizer for `epochs` epochs).
+    #: With stages, ``optimizer`` is the first first-order stage's, and the settings' epochs their sum.
+    stages: tuple[Stage, ...] = ()
 
     @property
     def options(self) -> dict[str, Any]:
         return dict(self.settings)
+
+    def stage_list(self) -> tuple[Stage, ...]:
+        """The stages a run goes through: the declared ones, or the one stage of a spec without."""
+        return self.stages or (Stage(self.optimizer, int(self.setting("epochs")), str(self.setting("dtype"))),)
 
     def setting(self, key: str) -> Any:
         """A ``train`` setting: the spec's value, else its default (``catalog.TRAIN_SETTINGS``, where every

@@ -30,5 +30,17 @@ def test_catalog_equals_registry(kind):
 
 def test_choices_name_catalogued_arguments():
     for (kind, name, arg), choices in catalog.CHOICES.items():
-        assert arg in catalog.BUILTINS[kind][name]
-        assert catalog.BUILTINS[kind][name][arg] in choices
+        table = catalog.SECOND_ORDER_STAGES if kind == "stage" else catalog.BUILTINS[kind]
+        assert arg in table[name]
+        assert table[name][arg] in choices
+
+
+def test_second_order_stages_match_their_methods():
+    """A stage's arguments are the method's own (the trainer builds it with them), with the same defaults."""
+    import dataclasses
+
+    from pinnspec.optim._lbfgs import LBFGS
+
+    defaults = {f.name: f.default for f in dataclasses.fields(LBFGS)}
+    for key, value in catalog.SECOND_ORDER_STAGES["lbfgs"].items():
+        assert defaults[key] == value, key

@@ -40,9 +40,13 @@ from . import _artifacts as files
 from . import _schedule  # noqa: F401  (registers the schedules)
 from ._chain import ChainState, UpdateChain
 from ._execute import Execution, StepContext, StepOut, plan_execution
+from ._stages import SummedObjective
 from ._weights import GradNorm, ntk_diagonal_mean
 
 EVAL_BATCH = 65_536
+#: an lbfgs stage stops moving after this many line searches in a row without a decrease (at the precision floor)
+STALLED_LINE_SEARCHES = 3
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 @dataclass
@@ -173,7 +177,14 @@ class Trainer:
         self.device = resolve_device(device_override or t.setting("device"))
         if distributed and self.device.type == "cuda":
             self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", self.rank)) % torch.cuda.device_count())
-        self.dtype = torch.float64 if t.setting("dtype") == "float64" else torch.float32
+        #: the stages in order (one without `stage` statements) and the epoch each begins at
+        self.stages = t.stage_list()
+        self.stage_starts = [sum(s.epochs for s in self.stages[:k]) for k in range(len(self.stages))]
+        if distributed and any(s.second_order for s in self.stages):
+            raise ValueError("an lbfgs stage does not run data-parallel (its line search is one process's): "
+                             "train the spec without --distributed")
+        self.stage_index = 0
+        self.dtype = _DTYPES[self.stages[0].dtype]
         self.grouping = p.grouping()
         self.problem = compile_spec(spec)
 
@@ -181,22 +192,14 @@ class Trainer:
         self.params = self.problem.init_params(device=self.device, dtype=self.dtype)
         self.theta: list[torch.Tensor] = list(self.model.parameters()) + list(self.params.values())
         self.numels = [t_.numel() for t_ in self.theta]
-        self.chain = UpdateChain.from_training(t)
         self.schedule = SCHEDULES.get(t.schedule.name)(**t.schedule.options)
         self.chain_generator = torch.Generator().manual_seed(self.seed + 1)  # PCGrad orders, Hutchinson probes
         self.condition_names = [c.name for c in p.conditions]
-        self.plan = plan_execution(self.problem, self.model, self.chain, grouping=self.grouping.name,
-                                   num_losses=self.grouping.m, device=self.device, distributed=distributed)
-        context = StepContext(self.problem, self.model, self.params, self.theta, self.chain, self.grouping.name,
-                              self.chain_generator, self.condition_names, f"{t.surgery}, {t.optimizer}, {t.align}",
-                              distributed)
-        self.execution = Execution(self.plan, context, notice=self._notice)
-        for note in self.plan.notes:
-            self._notice(note, prefix=False)
-        if self.plan.mode is not None:
-            # a deprecation inside torch's own lowering, printed once per compile: not the user's to act on
-            warnings.filterwarnings("ignore", message=r"`torch\._prims_common\.check` is deprecated",
-                                    category=FutureWarning)
+        self.lbfgs = self.lbfgs_state = self.objective = None  # a second-order stage's method, state, objective
+        self.lbfgs_failures = 0  # consecutive line searches without a decrease
+        self.lbfgs_stopped: str | None = None  # why the stage stopped moving (converged or stalled), if it did
+        self._fixed_points = None  # a second-order stage's points
+        self._build_chain(0)
         m = self.grouping.m
         self.state: ChainState = self.chain.init(self._theta_flat(), [tuple(t_.shape) for t_ in self.theta], m)
         self.epoch = 0
@@ -214,11 +217,9 @@ class Trainer:
 
         self.lowest_loss: tuple[float, int, list[float]] | None = None  # (loss, epoch, task losses): blow-ups
         self.has_reference = self.problem.has_reference
-        self.test_points = torch.as_tensor(self.problem.test_points(), dtype=self.dtype, device=self.device)
         self.validation_points = self.validation_reference = self.test_reference = None
+        self._evaluation_points()
         if self.has_reference:  # without one, the checkpoint is chosen on the training loss
-            self.validation_points = torch.as_tensor(self.problem.validation_points(), dtype=self.dtype,
-                                                     device=self.device)
             # the references come from the float64 points: a float32 copy can round past the domain's edge
             # (t = pi/2 becomes 1.5707964 > pi/2, outside a generated reference's time span)
             self.validation_reference = self.problem.reference(self.problem.validation_points()).to(self.device)
@@ -227,7 +228,101 @@ class Trainer:
         self.columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(m)]
                         + [f"loss:{c}" for c in self.condition_names]
                         + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"]
-                        + ([f"weight{i}" for i in range(m)] if self.state.weights is not None else []))
+                        + ([f"weight{i}" for i in range(m)] if self.state.weights is not None else [])
+                        + (["stage", "evaluations"] if t.stages else []))
+        if self.stages[0].second_order:
+            self._setup_stage(0)
+            self._initial_stage_state(0)
+
+    def _evaluation_points(self) -> None:
+        """The test and validation points in the run's dtype (from the problem's float64 points)."""
+        self.test_points = torch.as_tensor(self.problem.test_points(), dtype=self.dtype, device=self.device)
+        if self.has_reference:
+            self.validation_points = torch.as_tensor(self.problem.validation_points(), dtype=self.dtype,
+                                                     device=self.device)
+
+    # ================================================================== stages
+    def _build_chain(self, k: int) -> None:
+        """The update chain and its execution plan of stage ``k`` (a second-order stage keeps the chain of
+        the first-order stage before it, whose state carries the task weights)."""
+        t = self.spec.ir.training
+        first_order = [j for j in range(k + 1) if not self.stages[j].second_order]
+        optimizer = self.stages[first_order[-1]].optimizer if first_order else t.optimizer
+        self.chain = UpdateChain.from_training(replace(t, optimizer=optimizer))
+        self.plan = plan_execution(self.problem, self.model, self.chain, grouping=self.grouping.name,
+                                   num_losses=self.grouping.m, device=self.device, distributed=self.distributed)
+        context = StepContext(self.problem, self.model, self.params, self.theta, self.chain, self.grouping.name,
+                              self.chain_generator, self.condition_names, f"{t.surgery}, {optimizer}, {t.align}",
+                              self.distributed)
+        self.execution = Execution(self.plan, context, notice=self._notice)
+        if not self.stages[k].second_order:
+            for note in self.plan.notes:
+                self._notice(note, prefix=False)
+        if self.plan.mode is not None:
+            # a deprecation inside torch's own lowering, printed once per compile: not the user's to act on
+            warnings.filterwarnings("ignore", message=r"`torch\._prims_common\.check` is deprecated",
+                                    category=FutureWarning)
+
+    def _stage_of(self, epoch: int) -> int:
+        return max(k for k, start in enumerate(self.stage_starts) if start <= epoch)
+
+    def _setup_stage(self, k: int) -> None:
+        """Make stage ``k`` current: its dtype (the model, params and evaluation points converted), its
+        chain and execution (first-order), or its method and fixed points (second-order).  States are set
+        by the caller: `_initial_stage_state` when a stage begins, a checkpoint when a run resumes."""
+        stage = self.stages[k]
+        self.stage_index = k
+        dtype = _DTYPES[stage.dtype]
+        if dtype != self.dtype:
+            self.dtype = dtype
+            self.model.to(dtype)
+            for parameter in self.params.values():
+                parameter.data = parameter.data.to(dtype)
+            self._evaluation_points()
+            self._points_block = self._points = self._next_points = None
+        if k > 0:
+            self._build_chain(k)
+        if stage.second_order:
+            from ..optim._lbfgs import LBFGS
+
+            self.lbfgs = LBFGS(**stage.optimizer.options)
+            self.lbfgs_label = stage.optimizer.name
+            self.lbfgs_failures, self.lbfgs_stopped = 0, None
+            self._fixed_points = self._sample(self.stage_starts[k])
+            self.objective = SummedObjective(self.problem, self.model, self.params, self._fixed_points,
+                                             self.grouping.name, self.state.weights, self.plan.engine,
+                                             self.condition_names)
+        else:
+            self.lbfgs = self.lbfgs_state = self.objective = self._fixed_points = None
+
+    def _initial_stage_state(self, k: int) -> None:
+        """The states stage ``k`` begins with: a fresh chain state keeping the task weights (first-order), or
+        the method's state at the parameters now (second-order, one evaluation of the objective)."""
+        if self.stages[k].second_order:
+            self.lbfgs_state = self.lbfgs.init(self.objective, self._theta_flat())
+        elif k > 0:
+            fresh = self.chain.init(self._theta_flat(), [tuple(t_.shape) for t_ in self.theta], self.grouping.m)
+            self.state = fresh._replace(weights=self.state.weights)
+
+    def _begin_stage(self, k: int) -> None:
+        """Stage ``k`` begins from the best checkpoint so far (the last state where there is none yet)."""
+        if self.best.model is not None:
+            self.model.load_state_dict(self.best.model)
+            with torch.no_grad():
+                for name, value in self.best.params.items():
+                    self.params[name].copy_(value)
+        weights = self.state.weights
+        self._setup_stage(k)
+        self._initial_stage_state(k)
+        stage = self.stages[k]
+        start = f"the best checkpoint (epoch {self.best.epoch})" if self.best.epoch is not None else "the last state"
+        note = (f"stage {k + 1}/{len(self.stages)}: {stage}, from {start}")
+        if stage.second_order:
+            t = self.spec.ir.training
+            note += (f"; it minimises the {'weighted ' if weights is not None else ''}sum of the task losses at "
+                     f"fixed points, without surgery or alignment ({t.surgery.name}, {t.align.name} apply to "
+                     "first-order stages); it runs eagerly")
+        self._notice(note, prefix=False)
 
     def _warn_files_outside_domain(self) -> None:
         """A warning (rank 0, stderr) for each reference or data file with rows outside the spec's domain."""
@@ -244,6 +339,8 @@ class Trainer:
         return torch.cat([t.detach().reshape(-1) for t in self.theta])  # [p]
 
     def _points_for(self, epoch: int):
+        if self._fixed_points is not None:  # a second-order stage
+            return self._fixed_points
         block = self.problem.point_plan.block(epoch)
         if block != self._points_block:
             ahead, self._next_points = self._next_points, None
@@ -268,7 +365,7 @@ class Trainer:
         points either way."""
         following = epoch + 1
         block = self.problem.point_plan.block(following)
-        if following >= self.epochs or block == self._points_block:
+        if following >= self.epochs or block == self._points_block or following in self.stage_starts:
             return
         if self._next_points is None or self._next_points[0] != block:
             self._next_points = (block, self._sample(following))
@@ -289,9 +386,12 @@ class Trainer:
 
     def step(self, epoch: int) -> dict:
         """One epoch: points -> execute (losses, G, the chain's step) -> one fetch -> divergence checks ->
-        apply -> the history row."""
+        apply -> the history row.  In a second-order stage, one iteration of its method (`_second_order_step`)."""
+        if self.lbfgs is not None:
+            return self._second_order_step(epoch)
         points = self._points_for(epoch)
-        lr = float(self.schedule(epoch, self.epochs, self.optimizer.lr))
+        start, stage = self.stage_starts[self.stage_index], self.stages[self.stage_index]
+        lr = float(self.schedule(epoch - start, stage.epochs, self.optimizer.lr))
         out = self.execution(self._theta_flat(), points, self.state, lambda: self._draw_ahead(epoch),
                              hessian_due=self.chain.hessian_due(self.state))
         values = _fetch(out, self.grouping.m)
@@ -305,6 +405,56 @@ class Trainer:
         if magnitudes is not None:
             self.state = self.chain.reweighted(self.state, magnitudes)
         return self._row(epoch, lr, values, diagnosed=lr > 0)  # the zero-rate warmup step is not diagnosed
+
+    def _second_order_step(self, epoch: int) -> dict:
+        """One iteration of the stage's method (a direction and its line search) on the summed objective;
+        the history row's lr is the accepted step length.  Once the method has stopped moving (converged,
+        or stalled at the precision floor) the stage's remaining epochs keep the parameters."""
+        theta = self._theta_flat()  # [p]
+        move, info = torch.zeros_like(theta), None  # [p]
+        if not self.lbfgs_stopped:
+            move, self.lbfgs_state, info = self.lbfgs.step(self.objective, theta, self.lbfgs_state)  # x_new - x
+        values = self._second_order_values(self.objective.logged(theta + move))
+        if not (math.isfinite(values.loss) and all(map(math.isfinite, values.tasks))
+                and bool(torch.isfinite(move).all())):
+            raise TrainingDiverged(self._second_order_divergence(epoch, values.tasks, values.conditions))
+        self._check_blow_up(epoch, values.loss, values.tasks)
+        self._apply(1.0, -move)
+        if info is not None:
+            self._check_second_order_progress(epoch, info)
+        row = self._row(epoch, 0.0 if info is None else info.t, values, diagnosed=False)
+        row["evaluations"] = 0 if info is None else info.evaluations
+        return row
+
+    def _check_second_order_progress(self, epoch: int, info) -> None:
+        """Marks the stage stopped (with a notice) when its method converged on the gradient, or when
+        `STALLED_LINE_SEARCHES` line searches in a row found no decrease."""
+        self.lbfgs_failures = self.lbfgs_failures + 1 if info.t == 0.0 else 0
+        reason = None
+        if self.lbfgs.converged(self.lbfgs_state):
+            reason = f"max |grad f| <= {self.lbfgs.tolerance_grad:g}"
+        elif self.lbfgs_failures >= STALLED_LINE_SEARCHES:
+            reason = f"{STALLED_LINE_SEARCHES} line searches in a row found no decrease of f = {info.loss:.6e}"
+        if reason is not None:
+            self.lbfgs_stopped = f"stopped at epoch {epoch + 1}: {reason}"
+            self._notice(f"stage {self.stage_index + 1} ({self.lbfgs_label}) {self.lbfgs_stopped}; its remaining "
+                         "epochs keep the parameters", prefix=False)
+
+    def _second_order_values(self, logged: torch.Tensor) -> "_StepValues":
+        """A second-order epoch's history values from its losses [m + C] (no chain diagnostics)."""
+        m = self.grouping.m
+        tasks, conditions = logged[:m].tolist(), logged[m:].tolist()
+        weights = () if self.state.weights is None else self.state.weights.tolist()
+        return _StepValues(True, sum(tasks), tasks, conditions, [], 0.0, 0.0, {}, weights)
+
+    def _second_order_divergence(self, epoch: int, tasks: list[float], conditions: list[float]) -> str:
+        at = f"training diverged at epoch {epoch + 1} (stage {self.stage_index + 1}, {self.stages[self.stage_index].optimizer.name})"
+        for i, label in enumerate(self.grouping.labels):
+            if not math.isfinite(tasks[i]):
+                bad = [c for c, v in zip(self.condition_names, conditions) if not math.isfinite(v)]
+                where = f" (condition {', '.join(bad)})" if bad else ""
+                return f"{at}: the loss of task {i} '{label}'{where} is {tasks[i]}"
+        return f"{at}: the step is not finite"
 
     def _weight_magnitudes(self, points, out: StepOut, epoch: int) -> torch.Tensor:
         """The weights stage's per-task magnitudes s [m] (float64, on the device; no host synchronisation):
@@ -355,6 +505,8 @@ class Trainer:
     def _row(self, epoch: int, lr: float, values: "_StepValues", *, diagnosed: bool) -> dict:
         """The history row of an epoch (epoch k: the state after k updates); counts the conflict rates."""
         row: dict[str, Any] = {"epoch": epoch + 1, "lr": lr, "loss": values.loss}
+        if self.spec.ir.training.stages:
+            row["stage"] = self.stage_index + 1
         row.update({f"task{i}": value for i, value in enumerate(values.tasks)})
         row.update({f"loss:{c}": value for c, value in zip(self.condition_names, values.conditions)})
         row.update({f"weight{i}": value for i, value in enumerate(values.weights)})  # the weights this step used
@@ -452,8 +604,11 @@ class Trainer:
         self._reset_peak_memory()
         try:
             for epoch in range(self.epoch, self.epochs):
+                if self._stage_of(epoch) != self.stage_index:
+                    self._begin_stage(self._stage_of(epoch))
                 row = self.step(epoch)
-                validated = (epoch + 1) % every == 0 or epoch == self.epochs - 1
+                # every `every` epochs, and at the end of each stage (the next begins from the best checkpoint)
+                validated = (epoch + 1) % every == 0 or epoch + 1 in self.stage_starts or epoch == self.epochs - 1
                 if validated:
                     self._validate(epoch, row)
                 self.history.append(row)
@@ -541,8 +696,9 @@ class Trainer:
             peak = torch.cuda.max_memory_allocated(self.device) / 2**20
         else:
             peak = read_status()["VmHWM"] / 2**20
+        optimizer = "; ".join(str(stage) for stage in t.stages) if t.stages else str(t.optimizer)
         return Result(
-            problem=self.spec.ir.name, surgery=str(t.surgery), optimizer=str(t.optimizer), align=str(t.align),
+            problem=self.spec.ir.name, surgery=str(t.surgery), optimizer=optimizer, align=str(t.align),
             grouping=self.grouping.name, seed=self.seed, epochs=self.epochs, epochs_done=self.epoch,
             status=self.status, rel_l2=best, rel_l2_final=final, best_epoch=self.best.epoch,
             best_validation=None if self.best.epoch is None or not self.has_reference else self.best.validation,
@@ -605,6 +761,9 @@ class Trainer:
             "version": __version__,
             "source_dir": self.spec.ir.source_dir,  # relative data/reference paths of config.pinn resolve here
             "epoch": self.epoch,
+            "stage": self.stage_index,
+            **({"lbfgs": {**self.lbfgs.state_dict(self.lbfgs_state), "failures": self.lbfgs_failures,
+                          "stopped": self.lbfgs_stopped or ""}} if self.lbfgs is not None else {}),
             "model": self.model.state_dict(),
             "params": {k: v.detach() for k, v in self.params.items()},
             **self.chain.state_dict(self.state),
@@ -619,6 +778,9 @@ class Trainer:
 
     def load_state_dict(self, state: dict) -> None:
         self.epoch = state["epoch"]
+        stage = state.get("stage", 0)  # absent in checkpoints written before stages
+        if stage != self.stage_index:
+            self._setup_stage(stage)  # its dtype before the weights load (a float64 stage keeps every bit)
         self.model.load_state_dict(state["model"])
         with torch.no_grad():
             for k, v in state["params"].items():
@@ -635,6 +797,11 @@ class Trainer:
         self.validations = list(state["validations"])
         self.elapsed = state["elapsed"]
         self.lowest_loss = state.get("lowest_loss")  # absent in checkpoints written before the blow-up check
+        if self.lbfgs is not None:
+            self.objective.weights = self.state.weights
+            saved = _to_device(state["lbfgs"], self.device)
+            self.lbfgs_state = self.lbfgs.load_state_dict(saved)
+            self.lbfgs_failures, self.lbfgs_stopped = int(saved["failures"]), saved["stopped"] or None
 
     def _save_checkpoint(self) -> None:
         files.save_torch(os.path.join(self.out, "checkpoint.pt"), self.state_dict())

@@ -407,6 +407,15 @@ class Setting(Statement):
 
 
 @dataclass(frozen=True)
+class Stage(Statement):
+    """``stage CALL KEY = VALUE, ...``: one stage of training (an optimizer or ``lbfgs``, its epochs...)."""
+
+    call: Call
+    settings: tuple[KeywordArg, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
 class Train(Statement):
     settings: tuple[KeywordArg, ...]
     span: Span
@@ -446,6 +455,7 @@ _KEYWORDS = {
     Test: "test",
     Validate: "validate",
     Report: "report",
+    Stage: "stage",
     Train: "train",
 }
 

@@ -987,8 +987,75 @@ class Lowering:
                 value = self._train_value(key, kw.value)
                 if value is not _BAD:
                     settings[key] = value
+        stages = self._stages(by_kind, settings)
+        if stages:
+            first_order = [stage for stage in stages if not stage.second_order]
+            if first_order:
+                calls["optimizer"] = first_order[0].optimizer
+            settings["epochs"] = sum(stage.epochs for stage in stages)
+            if calls["align"].name == "gua" and len({stage.optimizer.name for stage in first_order}) > 1:
+                self.diag.error(by_kind["stage"][0].span,
+                                "with 'align gua' every first-order stage uses the same optimizer (gua's state "
+                                f"alignment is the optimizer's): the stages use {', '.join(s.optimizer.name for s in first_order)}")
         calls["align"] = self._resolved_alignment(calls["align"], calls["optimizer"], by_kind.get("align", []))
-        return ir.Training(settings=tuple(settings.items()), **calls)
+        return ir.Training(settings=tuple(settings.items()), stages=stages, **calls)
+
+    def _stages(self, by_kind, settings: dict[str, Any]) -> tuple[ir.Stage, ...]:
+        """The `stage` statements, checked: each names an optimizer or a second-order method with its
+        arguments, and its settings (epochs required).  They exclude an `optimizer` statement and `train
+        epochs` (each stage names its own)."""
+        statements = by_kind.get("stage", [])
+        if not statements:
+            return ()
+        for st in by_kind.get("optimizer", [])[:1]:
+            self.diag.error(st.span, "'optimizer' and 'stage' statements exclude each other: the stages name the "
+                            f"optimizers (write this one as the first stage, e.g. 'stage {st.call.func.name}(...) "
+                            "epochs = 1000')")
+        for st in by_kind.get("train", []):
+            for kw in st.settings:
+                if kw.name.name == "epochs":
+                    self.diag.error(kw.span, "'train epochs' and 'stage' statements exclude each other: each stage "
+                                    "gives its own epochs (stage NAME(...) epochs = N)")
+        stages = []
+        for st in statements:
+            call = self._validated_call("stage", st.call)
+            if call is not None and call.name in catalog.SECOND_ORDER_STAGES:
+                call = self._checked_second_order(call, st.call)
+            values: dict[str, Any] = {}
+            for kw in st.settings:
+                key = kw.name.name
+                if key not in catalog.STAGE_SETTINGS:
+                    hint = did_you_mean(key, catalog.STAGE_SETTINGS)
+                    more = f"; did you mean '{hint}'?" if hint else f" (a stage takes: {', '.join(catalog.STAGE_SETTINGS)})"
+                    self.diag.error(kw.name.span, f"unknown stage setting '{key}'{more}")
+                elif key in values:
+                    self.diag.error(kw.name.span, f"the stage setting '{key}' is given twice")
+                else:
+                    value = self._train_value(key, kw.value, catalog.STAGE_SETTINGS[key][0])
+                    values[key] = value
+            if "epochs" not in values:
+                self.diag.error(st.span, "a stage needs its epochs, e.g. 'stage adam(lr = 1e-3) epochs = 1000'")
+            if call is None or _BAD in values.values() or "epochs" not in values:
+                continue
+            stages.append(ir.Stage(call, values["epochs"], values.get("dtype", settings.get("dtype", "float32"))))
+        return tuple(stages)
+
+    def _checked_second_order(self, spec: ir.CallSpec, call: A.Call) -> ir.CallSpec | None:
+        """lbfgs: ``history`` and ``max_evals`` whole numbers of at least 1, ``lr`` above 0."""
+        spans = {kw.name.name: kw.value.span for kw in call.kwargs}
+        ok = True
+        for key, value in spec.kwargs:
+            where = spans.get(key, call.span)
+            if key in ("history", "max_evals") and not (value == int(value) and value >= 1):
+                self.diag.error(where, f"{spec.name}({key} = ...) must be a whole number of at least 1, got {value:g}")
+                ok = False
+            elif key == "lr" and not value > 0:
+                self.diag.error(where, f"{spec.name}(lr = ...) must be above 0, got {value:g}")
+                ok = False
+        if not ok:
+            return None
+        return ir.CallSpec(spec.name, tuple((k, int(v) if k in ("history", "max_evals") else
+                                             (float(v) if k == "lr" else v)) for k, v in spec.kwargs))
 
     def _resolved_alignment(self, align: ir.CallSpec, optimizer: ir.CallSpec, statements) -> ir.CallSpec:
         """``gua`` with the values a run uses: an unset rho_m / rho_v takes the paper's value for the
@@ -1009,8 +1076,9 @@ class Lowering:
         return ir.CallSpec("gua", tuple((k, resolved[k] if k in resolved and v is None else v)
                                         for k, v in align.kwargs))
 
-    def _train_value(self, key: str, node: A.Expr):
-        kind, _ = catalog.TRAIN_SETTINGS[key]
+    def _train_value(self, key: str, node: A.Expr, kind: str | None = None):
+        """A `train` setting's value (``kind``: its kind, default `catalog.TRAIN_SETTINGS`'), or _BAD."""
+        kind = kind or catalog.TRAIN_SETTINGS[key][0]
         if kind in ("int", "number"):
             number = self._constant(node, f"'{key}'") if not isinstance(node, (A.Name, A.String)) or (
                 isinstance(node, A.Name) and node.id in self.lets) else None
@@ -1051,6 +1119,8 @@ def _known(kind: str) -> dict[str, dict[str, Any]]:
     """The names of a training statement's kind with their arguments (the weights stage: `catalog.WEIGHTS`)."""
     if kind == "weights":
         return {name: dict(args) for name, args in catalog.WEIGHTS.items()}
+    if kind == "stage":  # the optimizers, then the second-order methods
+        return {**catalog.known("optimizer"), **{n: dict(a) for n, a in catalog.SECOND_ORDER_STAGES.items()}}
     return catalog.known(kind)
 
 

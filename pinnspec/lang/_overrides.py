@@ -22,8 +22,8 @@ from . import _ast as A
 from ._diagnostics import Diagnostic, SpecError
 
 #: keys that replace a whole statement; the value is the statement's text after the keyword
-STATEMENT_KEYS = ("model", "optimizer", "schedule", "surgery", "align", "weights", "sampler", "resample", "test",
-                  "validate")
+STATEMENT_KEYS = ("model", "optimizer", "schedule", "surgery", "align", "weights", "stage", "sampler", "resample",
+                  "test", "validate")
 HEADER = "# --- command-line overrides ---"
 #: what a diagnostic in the appended lines names when no single override wrote its place
 ALL_OVERRIDES = "the command-line overrides"
@@ -52,7 +52,8 @@ def set_text(key: str, value: object) -> str:
 def apply_overrides(spec, overrides: dict[str, object], written: dict[str, str] | None = None):
     """A new checked Spec: ``spec`` with ``overrides`` applied (key -> value text).
 
-    Keys: the training statements (``optimizer = "adam(lr = 1e-3)"``), ``sampler``,
+    Keys: the training statements (``optimizer = "adam(lr = 1e-3)"``; ``stage`` replaces every stage
+    statement, its value the stages separated by ';': ``"adam epochs = 100; lbfgs epochs = 50"``), ``sampler``,
     ``resample`` ("every 10" | "never"), ``test``, ``validate`` ("test every 100"),
     and every ``train`` setting (``epochs``, ``grouping``, ``seed``, ...).
     ``written``: how the user wrote each override (key -> ``"--epochs -5"``,
@@ -115,8 +116,12 @@ def _resolved_text(spec, overrides: dict[str, object], written: dict[str, str]) 
     kept_train = _comment_out_replaced(spec, lines, {k for k in overrides if k in STATEMENT_KEYS}, bool(train_overrides))
     added = [HEADER]
     for key in STATEMENT_KEYS:
-        if key in overrides:
-            added.append(f"{key} {overrides[key]}")
+        if key not in overrides:
+            continue
+        # `stage` replaces every stage statement: its value lists the stages, separated by ';'
+        values = [v.strip() for v in str(overrides[key]).split(";")] if key == "stage" else [overrides[key]]
+        for value in values:
+            added.append(f"{key} {value}")
             places.add(len(lines) + len(added), 1, added[-1], written[key])
     if train_overrides:
         added.append(_train_line(len(lines) + len(added) + 1, {**kept_train, **train_overrides}, written, places))

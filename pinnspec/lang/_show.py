@@ -170,10 +170,13 @@ def format_ir(problem: ir.Problem) -> str:
     out.append(f"validate: {problem.validation}")
     t = problem.training
     out.append("training")
-    for kind in ("model", "optimizer", "schedule", "surgery", "align"):
+    for kind in ("model", "schedule", "surgery", "align") if t.stages else ("model", "optimizer", "schedule",
+                                                                              "surgery", "align"):
         out.append(f"  {kind} {getattr(t, kind)}")
     if t.weights.name != "none":  # shown where a spec weights its tasks
         out.append(f"  weights {t.weights}")
+    for i, stage in enumerate(t.stages):
+        out.append(f"  stage {i + 1}: {stage}")
     if t.settings:
         out.append("  train " + ", ".join(f"{k} = {v}" for k, v in t.settings))
     return "\n".join(out)

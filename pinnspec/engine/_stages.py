@@ -1,0 +1,85 @@
+"""Second-order stages: what an ``lbfgs`` stage minimises, and how.
+
+A first-order stage runs the update chain (weights -> surgery -> proposal -> alignment, `_chain`).  A
+second-order stage minimises ONE objective instead,
+
+    f(theta) = sum_i lambda_i L_i(theta)        L_i the task losses of the spec's grouping on fixed points,
+                                                lambda [m] the task weights when the stage began (1 without
+                                                a `weights` statement), frozen for the whole stage
+
+by L-BFGS with a line search (`pinnspec.optim.LBFGS`).  Why the sum and not a surgery-combined direction:
+L-BFGS builds its curvature pairs from differences of the gradient of one function and accepts a step by
+the Wolfe conditions on that function.  The direction of a surgery method (ConFIG, PCGrad, ...) is not the
+gradient of any function, so neither the pairs nor the line search would mean anything; and GUA aligns an
+optimizer's *proposal* with the optimizer state of an adaptive first-order method (the paper's Adam moments),
+which L-BFGS does not have.  A second-order stage therefore applies neither surgery nor alignment, and says
+so when it begins.  The points are fixed for the stage: those of the point plan at the stage's first epoch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..compiler import CompiledProblem, Points
+
+__all__ = ["SummedObjective"]
+
+
+class _LossesUnit(torch.nn.Module):
+    """The model as the one submodule of a module whose call is the problem's losses: what
+    `torch.func.functional_call` runs with the parameters of a trial point."""
+
+    def __init__(self, problem: CompiledProblem, model: torch.nn.Module, grouping: str | None, engine: str | None):
+        super().__init__()
+        self.model = model
+        self.problem, self.grouping, self.engine = problem, grouping, engine
+
+    def forward(self, points: Points, params: dict[str, torch.Tensor]):
+        return self.problem.losses(self.model, points, params, self.grouping, engine=self.engine)
+
+
+class SummedObjective:
+    """``objective(theta [p]) -> (f, grad f [p])`` with f = sum_i lambda_i L_i on fixed points, a pure
+    function of theta (the model and params are not changed: each call runs the model with theta's pieces
+    through `torch.func.functional_call`).  theta is the trainer's flat vector: the model's parameters, then
+    the spec's params, in that order.  The last calls' task and condition losses are kept (`logged`)."""
+
+    def __init__(self, problem: CompiledProblem, model: torch.nn.Module, params: dict[str, torch.Tensor],
+                 points: Points, grouping: str | None, weights: torch.Tensor | None, engine: str | None,
+                 condition_names: list[str], keep: int = 64):
+        self.unit = _LossesUnit(problem, model, grouping, engine)
+        self.points = points
+        self.names = ["model." + name for name, _ in model.named_parameters()]
+        self.param_names = list(params)
+        self.shapes = [tuple(t.shape) for t in model.parameters()] + [tuple(t.shape) for t in params.values()]
+        self.sizes = [math.prod(shape) for shape in self.shapes]
+        self.weights = weights  # [m] or None
+        self.condition_names = condition_names
+        self.keep = keep
+        self._logged: list[tuple[torch.Tensor, torch.Tensor]] = []  # (theta [p], losses [m + C]), newest last
+
+    def __call__(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        leaf = theta.detach().requires_grad_(True)  # [p]
+        pieces = [piece.view(shape) for piece, shape in zip(leaf.split(self.sizes), self.shapes)]
+        weights = dict(zip(self.names, pieces))
+        params = dict(zip(self.param_names, pieces[len(self.names):]))
+        with torch.enable_grad():
+            losses = torch.func.functional_call(self.unit, weights, (self.points, params))
+            tasks = torch.stack(losses.task_list)  # [m]
+            lam = self.weights.to(tasks.dtype) if self.weights is not None else torch.ones_like(tasks)  # [m]
+            f = (lam * tasks).sum()
+            (gradient,) = torch.autograd.grad(f, leaf)  # [p]
+        logged = torch.cat([tasks.detach(), torch.stack([losses.conditions[c].detach()
+                                                         for c in self.condition_names])])  # [m + C]
+        self._logged = (self._logged + [(theta.detach(), logged)])[-self.keep:]
+        return f.detach(), gradient
+
+    def logged(self, theta: torch.Tensor) -> torch.Tensor:
+        """[m + C]: the task and condition losses at ``theta``, from the kept calls, else evaluated now."""
+        for x, values in reversed(self._logged):
+            if torch.equal(x, theta):
+                return values
+        self(theta)
+        return self._logged[-1][1]

@@ -1,0 +1,136 @@
+"""Training in stages: a first-order stage then L-BFGS in float64; the switch starts from the best checkpoint;
+a run stopped inside either stage resumes bit for bit; `--set stage=...` replaces the stages."""
+
+import csv
+import math
+
+import pytest
+import torch
+
+from pinnspec.engine import Trainer
+from pinnspec.engine._artifacts import load_checkpoint
+from pinnspec.lang import loads
+from pinnspec.lang._overrides import apply_overrides
+
+SPEC = """problem tiny
+space x in [0, 1]
+time  t in [0, 1]
+field u
+equation pde: u_t - 0.1*u_xx = 0
+initial  ic: u = sin(pi*x)
+boundary walls on x = 0, x = 1: u = 0
+loss N = pde
+loss B = walls
+loss I = ic
+grouping three = [N, B, I]
+points pde 100, walls 20, ic 20
+exact u = sin(pi*x)*exp(-0.1*pi^2*t)
+test 200
+validate 50 every 5
+model     mlp(width = 8, depth = 2)
+schedule  constant
+surgery   config
+align     gua
+{weights}
+stage adam(lr = 5e-3) epochs = 30
+stage lbfgs(history = 10, max_evals = 10) epochs = 12, dtype = float64
+train     grouping = three, seed = 0, device = cpu, checkpoint_every = 4
+"""
+
+
+def _spec(weights: str = ""):
+    return loads(SPEC.format(weights=weights))
+
+
+def _history(run_dir) -> list[dict]:
+    with open(run_dir / "history.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def test_two_stages_switch_dtype_and_the_lbfgs_stage_descends(tmp_path, capsys):
+    trainer = Trainer(_spec(), str(tmp_path / "run"))
+    result = trainer.run()
+    assert result.status == "completed" and result.epochs_done == 42 and result.dtype == "float64"
+    assert all(p.dtype == torch.float64 for p in trainer.model.parameters())
+    assert "stage 2/2: lbfgs" in capsys.readouterr().err
+    history = _history(tmp_path / "run")
+    assert [r["stage"] for r in history] == ["1"] * 30 + ["2"] * 12
+    # at fixed points the L-BFGS objective (the summed task losses, unit weights) never increases
+    lbfgs_rows = [r for r in history if r["stage"] == "2"]
+    assert len(lbfgs_rows) == 12 and all(int(r["evaluations"]) >= 1 for r in lbfgs_rows)
+    losses = [float(r["loss"]) for r in lbfgs_rows]
+    assert all(b <= a for a, b in zip(losses, losses[1:]))
+    assert losses[-1] < 0.5 * float(history[29]["loss"])
+    assert all(r["R_u"] == "" for r in lbfgs_rows)  # no surgery diagnostics in a second-order stage
+    assert result.optimizer.startswith("adam(") and "lbfgs(" in result.optimizer
+
+
+def test_the_switch_loads_the_best_checkpoint(tmp_path):
+    trainer = Trainer(_spec(), None)
+    seen = {}
+    initial = trainer._initial_stage_state
+
+    def record(k):
+        seen["model"] = {name: v.detach().clone() for name, v in trainer.model.state_dict().items()}
+        seen["best"] = trainer.best.model
+        initial(k)
+
+    trainer._initial_stage_state = record
+    trainer.run()
+    assert all(torch.equal(seen["model"][k], seen["best"][k].to(torch.float64)) for k in seen["model"])
+
+
+@pytest.mark.parametrize("stop_at", [20, 35], ids=["inside adam", "inside lbfgs"])
+def test_resume_inside_a_stage_is_bit_identical(tmp_path, stop_at):
+    straight = Trainer(_spec("weights gradnorm(every = 10)"), str(tmp_path / "straight"))
+    straight.run()
+    holder = {}
+
+    def stop(line):  # the log line of each validation: stop after epoch `stop_at`
+        if line.startswith(f"epoch {stop_at}/"):
+            holder["trainer"]._stop_requested = True
+
+    first = holder["trainer"] = Trainer(_spec("weights gradnorm(every = 10)"), str(tmp_path / "first"), log=stop)
+    assert first.run().status == "interrupted"
+    saved = load_checkpoint(str(tmp_path / "first" / "checkpoint.pt"))
+    assert saved["epoch"] == stop_at and saved["stage"] == (1 if stop_at > 30 else 0)
+    resumed = Trainer(_spec("weights gradnorm(every = 10)"), str(tmp_path / "first"))
+    resumed.load_state_dict(saved)
+    resumed.run()
+    a, b = straight.model.state_dict(), resumed.model.state_dict()
+    assert all(a[k].dtype == torch.float64 and torch.equal(a[k], b[k]) for k in a)
+    assert _history(tmp_path / "straight") == _history(tmp_path / "first")
+
+
+def test_an_lbfgs_stage_minimises_the_weighted_sum_at_the_weights_of_the_switch(tmp_path):
+    trainer = Trainer(_spec("weights gradnorm(every = 10)"), None)
+    trainer.run()
+    lam = trainer.objective.weights
+    assert lam is not None and not torch.allclose(lam, torch.ones_like(lam))
+    theta = trainer._theta_flat()
+    f, g = trainer.objective(theta)
+    tasks = trainer.objective.logged(theta)[:3]
+    assert math.isclose(float(f), float((lam.double() * tasks).sum()), rel_tol=1e-12)
+    # the gradient against central finite differences along a random direction (float64)
+    direction = torch.randn(theta.shape, generator=torch.Generator().manual_seed(0), dtype=theta.dtype)
+    h = 1e-6
+    slope = (float(trainer.objective(theta + h * direction)[0]) - float(trainer.objective(theta - h * direction)[0])) / (2 * h)
+    assert math.isclose(slope, float(g @ direction), rel_tol=1e-6, abs_tol=1e-10)
+    assert all(t.dtype == torch.float64 for t in trainer.theta)  # the objective did not change the parameters' type
+
+
+def test_set_stage_replaces_every_stage():
+    spec = apply_overrides(_spec(), {"stage": "adam(lr = 1e-3) epochs = 5; lbfgs epochs = 3, dtype = float64"})
+    stages = spec.ir.training.stages
+    assert [(s.optimizer.name, s.epochs, s.dtype) for s in stages] == [("adam", 5, "float32"), ("lbfgs", 3, "float64")]
+    assert spec.ir.training.setting("epochs") == 8
+    assert "stage adam(lr = 1e-3) epochs = 5" in spec.source
+
+
+def test_a_spec_without_stages_is_one_stage():
+    spec = loads(SPEC.replace("stage adam(lr = 5e-3) epochs = 30\n", "optimizer adam(lr = 5e-3)\n")
+                 .replace("stage lbfgs(history = 10, max_evals = 10) epochs = 12, dtype = float64\n", "")
+                 .replace("train     grouping", "train     epochs = 7, grouping").format(weights=""))
+    (stage,) = spec.ir.training.stage_list()
+    assert (stage.optimizer.name, stage.epochs, stage.dtype) == ("adam", 7, "float32")
+    assert not spec.ir.training.stages
