@@ -148,6 +148,9 @@ STAGE_SETTINGS: dict[str, tuple[str, Any]] = {
     "dtype": ("choice:float32|float64", None),
 }
 
+#: `causal CONDITION(args)`: argument -> default (jaxpi's causal_tol and num_chunks); eps >= 0, chunks >= 1
+CAUSAL: dict[str, Any] = {"eps": 1.0, "chunks": 32}
+
 #: What a spec without the statement gets.
 DEFAULTS = {
     "model": "mlp",

@@ -475,6 +475,20 @@ class Training:
 
 
 @dataclass(frozen=True)
+class Causal:
+    """``causal CONDITION(eps, chunks)``: the condition's loss weighted over time chunks (Wang, Sankaran &
+    Perdikaris 2022): the time interval cut into ``chunks`` equal chunks, L_k the mean squared residual of the
+    points in chunk k, w_k = exp(-eps * sum_{j<k} L_j) (no gradient through w), the loss mean_k w_k L_k."""
+
+    condition: str
+    eps: float
+    chunks: int
+
+    def __str__(self) -> str:
+        return f"causal {self.condition}(eps = {self.eps:g}, chunks = {self.chunks})"
+
+
+@dataclass(frozen=True)
 class Problem:
     name: str
     coordinates: tuple[Coordinate, ...]
@@ -494,6 +508,7 @@ class Problem:
     domain: Domain | None = None  # None: the space box
     tables: tuple[Table, ...] = ()  # the coefficient tables the conditions read (ir.table_value)
     reports: tuple[Report, ...] = ()  # `report` statements, in file order
+    causal: tuple[Causal, ...] = ()  # the equations weighted causally (`causal` statements)
 
     # convenience --------------------------------------------------------
     @property

@@ -1,7 +1,8 @@
 """``pinnspec bench speed``: one Burgers epoch, pinnspec against hand-written torch.
 
     pinnspec bench speed [--epochs 30] [--warmup 5] [--points 10000] [--grouping three]
-                         [--surgery CALL] [--align CALL] [--device cpu|cuda|auto] [--out DIR]
+                         [--surgery CALL] [--align CALL] [--dtype float32|float64|both]
+                         [--device cpu|cuda|auto] [--out DIR]
 
 Contenders (both in this process, same allocator settings and thread count):
 
@@ -19,6 +20,17 @@ alternating which goes first (ABBA...); the cyclic garbage collector is kept
 out of the timed epochs.  The headline ratio is the median over rounds of
 pinnspec's time / the hand-written time *of the same round*: the two epochs
 of a round are adjacent in time, so slow phases of a shared machine hit both.
+
+Precision (``--dtype``): both contenders run in float32 (default) or float64
+(``train dtype = float64``: network, parameters, points, the forward engine
+and the compiled step; the hand-written network and points in float64 too).
+``--dtype both`` builds a float32 and a float64 pair in the same process and
+interleaves all four epochs in every round (pinnspec and hand-written of one
+dtype, then of the other; the order reversed every other round); besides each
+dtype's own table it reports, per contender, the median over rounds of the
+float64 epoch / the float32 epoch of the same round.  The plate's sampling and
+torch.profiler's table are of the first dtype (float32); the per-stage
+breakdown and the memory subprocesses are run for each dtype.
 
 Sampling of a domain that is not a box: the points of a 4-hole plate (the
 domain of examples/plate_holes: the square [-0.5, 0.5]^2 less four disks of
@@ -79,6 +91,10 @@ def build_parser() -> Parser:
     p.add_argument("--surgery", metavar="CALL", default=None, help="pinnspec's surgery (default: the spec's, config)")
     p.add_argument("--align", metavar="CALL", default=None, help="pinnspec's alignment (default: the spec's, gua)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dtype", choices=["float32", "float64", "both"], default="float32",
+                   help="floating-point type of both contenders (train dtype = ...; default float32); both: a "
+                        "float32 and a float64 pair interleaved in one process, with the float64 / float32 "
+                        "epoch-time ratio")
     p.add_argument("--engine", choices=["auto", "autograd", "forward"], default="auto",
                    help="pinnspec's derivative engine (train engine = ...; default auto)")
     p.add_argument("--compile", choices=["off", "on", "graphs"], default="off",
@@ -104,17 +120,20 @@ def main(argv: list[str] | None = None) -> int:
 
 # ====================================================================== contenders
 def build_trainer(spec_path: str, *, points: int, grouping: str, surgery: str | None, align: str | None,
-                  device: torch.device, seed: int, epochs: int, engine: str = "auto", compile: str = "off"):
+                  device: torch.device, seed: int, epochs: int, engine: str = "auto", compile: str = "off",
+                  dtype: str = "float32"):
     from ..engine import Trainer
 
     overrides = {"grouping": grouping, "surgery": surgery, "align": align, "device": device.type, "seed": seed,
-                 "epochs": max(int(epochs), 1), "dtype": "float32", "engine": engine,
+                 "epochs": max(int(epochs), 1), "dtype": dtype, "engine": engine,
                  "compile": compile}
     return Trainer(load_spec(spec_path, points={"burgers": points}, overrides=overrides))
 
 
-def build_hand(*, points: int, grouping: str, device: torch.device, seed: int) -> HandWrittenBurgers:
-    return HandWrittenBurgers(points, N_B, N_I, grouping=grouping, seed=seed, device=device)
+def build_hand(*, points: int, grouping: str, device: torch.device, seed: int,
+               dtype: str = "float32") -> HandWrittenBurgers:
+    return HandWrittenBurgers(points, N_B, N_I, grouping=grouping, seed=seed, device=device,
+                              dtype=getattr(torch, dtype))
 
 
 def compiled_parts(trainer) -> str:
@@ -144,6 +163,10 @@ def same_problem(trainer, hand: HandWrittenBurgers) -> tuple[bool, float, float]
 
 
 # ====================================================================== the run
+DTYPES = {"float32": ("float32",), "float64": ("float64",), "both": ("float32", "float64")}
+F64_F32 = "float64/float32"  # the key of the per-round float64 / float32 ratios (--dtype both)
+
+
 def run(args) -> int:
     if args.points < 1:
         raise BenchError(f"--points must be >= 1, got {args.points}")
@@ -152,18 +175,25 @@ def run(args) -> int:
     device, allocator = setup(args)
     env = environment(device, allocator)
     spec_path = find_spec(args.spec)
+    dtypes = DTYPES[args.dtype]
+    both = len(dtypes) > 1
     total_epochs = 1 + args.warmup + args.epochs + args.profile + args.torch_profile
-    trainer = build_trainer(spec_path, points=args.points, grouping=args.grouping, surgery=args.surgery,
-                            align=args.align, device=device, seed=args.seed, epochs=total_epochs,
-                            engine=args.engine, compile=args.compile)
-    hand = build_hand(points=args.points, grouping=args.grouping, device=device, seed=args.seed)
-    same_weights, loss_difference, _ = same_problem(trainer, hand)
+    pairs = {dt: (build_trainer(spec_path, points=args.points, grouping=args.grouping, surgery=args.surgery,
+                                align=args.align, device=device, seed=args.seed, epochs=total_epochs,
+                                engine=args.engine, compile=args.compile, dtype=dt),
+                  build_hand(points=args.points, grouping=args.grouping, device=device, seed=args.seed, dtype=dt))
+             for dt in dtypes}
+    first = dtypes[0]
+    trainer = pairs[first][0]
     t = trainer.spec.ir.training
     setting = {"points": f"{args.points} + {N_B} + {N_I}", "grouping": f"{args.grouping} (m = {trainer.grouping.m})",
                "surgery": str(t.surgery), "align": str(t.align), "optimizer": str(t.optimizer),
                "model": str(t.model), "params": sum(trainer.numels),
                "derivative engine": trainer.plan.engine or trainer.problem.engine,
-               "compile": trainer.plan.mode or "off"}
+               "compile": trainer.plan.mode or "off", "dtype": args.dtype}
+
+    def key(name: str, dt: str) -> str:  # the first dtype's settings keep their names; the other's get a suffix
+        return name if dt == first else f"{name}_{dt}"
 
     print("pinnspec bench speed: one Burgers epoch, pinnspec Trainer.step vs hand-written torch")
     for line in environment_lines(env):
@@ -171,48 +201,66 @@ def run(args) -> int:
     print(f"  spec {spec_path}: {setting['points']} points, grouping {setting['grouping']}, surgery "
           f"{setting['surgery']}, align {setting['align']}, optimizer {setting['optimizer']}, "
           f"{setting['model']} ({setting['params']} parameters), derivative engine {setting['derivative engine']}, "
-          f"torch.compile {setting['compile']}")
-    print(f"  same problem: initial weights {'identical' if same_weights else 'DIFFERENT'}, losses at epoch 0 on "
-          f"the same points agree to {loss_difference:.1e} (relative)")
-    print(f"  {args.warmup} warm-up + {args.epochs} timed epochs each, interleaved ...", flush=True)
+          f"torch.compile {setting['compile']}, dtype {' and '.join(dtypes)}")
+    for dt in dtypes:
+        same_weights, loss_difference, _ = same_problem(*pairs[dt])
+        print(f"  same problem{f' ({dt})' if both else ''}: initial weights "
+              f"{'identical' if same_weights else 'DIFFERENT'}, losses at epoch 0 on the same points agree to "
+              f"{loss_difference:.1e} (relative)")
+    print(f"  {args.warmup} warm-up + {args.epochs} timed epochs each"
+          f"{' (float32 and float64 pairs)' if both else ''}, interleaved ...", flush=True)
 
     epoch = 0
-    started = clock(device)
-    trainer.step(epoch)  # the first step compiles (compile = on)
-    setting["first_step_s"] = round(clock(device) - started, 3)
-    if trainer.plan.mode:
-        setting["compiled"] = compiled_parts(trainer)  # after the first step: a fallback shows here
-        print(f"  first step (torch.compile, mode {trainer.plan.mode}): {setting['first_step_s']:.1f} s; "
-              f"compiled: {setting['compiled']}", flush=True)
-    hand.step()
+    for dt in dtypes:
+        trainer, hand = pairs[dt]
+        started = clock(device)
+        trainer.step(epoch)  # the first step compiles (compile = on)
+        setting[key("first_step_s", dt)] = round(clock(device) - started, 3)
+        if trainer.plan.mode:
+            setting[key("compiled", dt)] = compiled_parts(trainer)  # after the first step: a fallback shows here
+            print(f"  first step{f' ({dt})' if both else ''} (torch.compile, mode {trainer.plan.mode}): "
+                  f"{setting[key('first_step_s', dt)]:.1f} s; compiled: {setting[key('compiled', dt)]}", flush=True)
+        hand.step()
     epoch += 1
     for _ in range(args.warmup):
-        trainer.step(epoch)
-        hand.step()
+        for trainer, hand in pairs.values():
+            trainer.step(epoch)
+            hand.step()
         epoch += 1
-    rounds = []
+    rounds = {dt: [] for dt in dtypes}
+    per_round = []  # --dtype both: float64 / float32 of each contender, same round
     for i in range(args.epochs):
-        order = ("pinnspec", "hand") if i % 2 == 0 else ("hand", "pinnspec")
-        seconds = {}
+        order = [(dt, who) for dt in dtypes for who in ("pinnspec", "hand")]
+        if i % 2:
+            order.reverse()
+        seconds, rows = {}, {}
         with quiet_gc():
-            for who in order:
+            for dt, who in order:
+                trainer, hand = pairs[dt]
                 start = clock(device)
                 if who == "pinnspec":
-                    row = trainer.step(epoch)
+                    rows[dt] = trainer.step(epoch)
                 else:
                     hand.step()
-                seconds[who] = clock(device) - start
+                seconds[dt, who] = clock(device) - start
         epoch += 1
-        rounds.append({"round": i, "first": order[0], "pinnspec_s": seconds["pinnspec"], "hand_s": seconds["hand"],
-                       "ratio": seconds["pinnspec"] / seconds["hand"], "projected": row.get("projected")})
-    stats = _statistics(rounds)
-    aligned = [r["projected"] for r in rounds if r["projected"] is not None]
+        for dt in dtypes:
+            p, h = seconds[dt, "pinnspec"], seconds[dt, "hand"]
+            rounds[dt].append({"round": i, "dtype": dt, "first": "pinnspec" if i % 2 == 0 else "hand",
+                               "pinnspec_s": p, "hand_s": h, "ratio": p / h, "projected": rows[dt].get("projected")})
+        if both:
+            per_round.append({who: seconds["float64", who] / seconds["float32", who] for who in ("pinnspec", "hand")})
+    stats = {dt: _statistics(rounds[dt]) for dt in dtypes}
+    if both:
+        stats[F64_F32] = _dtype_statistics(per_round, stats)
+    aligned = [r["projected"] for r in rounds[first] if r["projected"] is not None]
     if aligned:
         setting["gua_projected"] = f"{sum(aligned)}/{len(aligned)} timed epochs"
 
+    trainer, hand = pairs[first]
     plate_note = None
     if args.plate_points:
-        plate_note = _plate_sampling_line(args, device, trainer.dtype, stats, setting)
+        plate_note = _plate_sampling_line(args, device, trainer.dtype, stats[first], setting)
         print(f"  {plate_note}", flush=True)
 
     stages = None
@@ -221,8 +269,11 @@ def run(args) -> int:
         # graph those stages are fused, and the proxy is not the MLP the compiled units were built for
         print("  per-stage breakdown: skipped (compile is on; its stages are fused into the compiled graphs)")
     elif args.profile:
-        print(f"  per-stage breakdown over {args.profile} interleaved epochs ...", flush=True)
-        stages = profile_pair(trainer, hand, device, epochs=args.profile, first_epoch=epoch)
+        print(f"  per-stage breakdown over {args.profile} interleaved epochs"
+              f"{' per dtype' if both else ''} ...", flush=True)
+        stages = {}
+        for dt in dtypes:
+            stages[dt] = profile_pair(*pairs[dt], device, epochs=args.profile, first_epoch=epoch)
         epoch += args.profile
     profiles = None
     if args.torch_profile:
@@ -232,52 +283,69 @@ def run(args) -> int:
         }
         epoch += args.torch_profile
     trainer_compiled = trainer.plan.mode is not None
-    del trainer, hand
+    del trainer, hand, pairs
 
-    memory = None
+    memory, compiler = None, None
     if args.memory_epochs > 0:
-        print(f"  memory: each contender in a fresh subprocess, {args.memory_epochs} epochs ...", flush=True)
+        print(f"  memory: each contender{' and dtype' if both else ''} in a fresh subprocess, "
+              f"{args.memory_epochs} epochs ...", flush=True)
         config = {"spec": spec_path, "points": args.points, "grouping": args.grouping, "surgery": args.surgery,
                   "align": args.align, "device": str(device), "seed": args.seed, "epochs": args.memory_epochs,
                   "threads": torch.get_num_threads(), "malloc": args.malloc, "engine": args.engine,
                   "compile": args.compile}
         try:
-            contenders = ("pinnspec", "hand") + (("compiler",) if trainer_compiled else ())
-            memory = {who: measure_memory(who, config) for who in contenders}
+            memory = {dt: {who: measure_memory(who, {**config, "dtype": dt}) for who in ("pinnspec", "hand")}
+                      for dt in dtypes}
+            if trainer_compiled:
+                compiler = measure_memory("compiler", config)
         except RuntimeError as err:  # the timings stand without it
+            memory, compiler = None, None
             print(f"note: no memory numbers: {err}", file=sys.stderr)
 
-    tables = _report(stats, memory, stages, setting, env)
+    tables = _report(stats, memory, stages, setting, env, dtypes)
     print()
     for table in tables:
         print(table.text())
         print()
     compiler_note = None
-    if memory and "compiler" in memory:
-        footprint = memory["compiler"]["footprint"]
+    if memory and compiler:
+        footprint = compiler["footprint"]
         setting["compiler_footprint_mib"] = round(footprint / 2**20, 1)
         compiler_note = (f"memory: torch.compile itself (dynamo, inductor, a tiny compiled function; a fresh "
                          f"process) adds {_mib(footprint)} MiB of RSS to any compiled process; pinnspec's epoch peak "
                          f"less that (an estimate of the training's own): "
-                         f"{_mib(memory['pinnspec']['peak'] - footprint)} MiB")
+                         + ", ".join(f"{_mib(memory[dt]['pinnspec']['peak'] - footprint)} MiB"
+                                     + (f" ({dt})" if both else "") for dt in dtypes))
         print(compiler_note)
     target = TARGET_COMPILED if trainer_compiled else TARGET_RATIO
+    ratio = stats[first]["ratio"]
+    in_dtype = "" if first == "float32" else f" in {first}"
     verdict = (f"target: median ratio <= {target:.2f} on CPU{' (compiled)' if trainer_compiled else ''} -> measured "
-               f"{stats['ratio']:.3f}: {'met' if stats['ratio'] <= target else 'MISSED'}")
+               f"{ratio:.3f}{in_dtype}: {'met' if ratio <= target else 'MISSED'}")
     if device.type != "cpu":
-        epoch_ms = 1e3 * stats["pinnspec"]["median"]
-        verdict = (f"median ratio {stats['ratio']:.3f} on {device}; pinnspec epoch {epoch_ms:.2f} ms against the GPU "
-                   f"target of {TARGET_GPU_MS:.1f} ms: {'met' if epoch_ms <= TARGET_GPU_MS else 'MISSED'}")
+        epoch_ms = 1e3 * stats[first]["pinnspec"]["median"]
+        verdict = (f"median ratio {ratio:.3f} on {device}{in_dtype}; pinnspec epoch {epoch_ms:.2f} ms against the "
+                   f"GPU target of {TARGET_GPU_MS:.1f} ms: {'met' if epoch_ms <= TARGET_GPU_MS else 'MISSED'}")
     print(verdict)
+    dtype_note = None
+    if both:
+        r = stats[F64_F32]
+        dtype_note = (f"float64 / float32 (median over rounds of the float64 epoch / the float32 epoch of the same "
+                      f"round): pinnspec {r['pinnspec']['median']:.3f} (p25 {r['pinnspec']['p25']:.3f}, p75 "
+                      f"{r['pinnspec']['p75']:.3f}), hand-written {r['hand']['median']:.3f} (p25 "
+                      f"{r['hand']['p25']:.3f}, p75 {r['hand']['p75']:.3f})")
+        print(dtype_note)
     if "gua_projected" in setting:
-        print(f"GUA changed the proposal (projection active) in {setting['gua_projected']} of pinnspec")
+        print(f"GUA changed the proposal (projection active) in {setting['gua_projected']} of pinnspec"
+              f"{f' ({first})' if both else ''}")
     if profiles:
         for who, (text, _, _) in profiles.items():
-            print(f"\ntorch.profiler, {who}, {args.torch_profile} epochs (self time):\n{text}")
-        print(products_bound(profiles["pinnspec"], profiles["hand-written"], 1e3 * stats["hand"]["median"]))
+            print(f"\ntorch.profiler, {who}{f' ({first})' if both else ''}, {args.torch_profile} epochs "
+                  f"(self time):\n{text}")
+        print(products_bound(profiles["pinnspec"], profiles["hand-written"], 1e3 * stats[first]["hand"]["median"]))
     if args.out:
-        _write(args.out, env, tables, "\n\n".join(filter(None, [verdict, plate_note, compiler_note])), stats, rounds,
-               memory, stages, setting)
+        _write(args.out, env, tables, "\n\n".join(filter(None, [verdict, dtype_note, plate_note, compiler_note])),
+               stats, rounds, memory, stages, setting, dtypes)
         print(f"written to {args.out}/speed.md, speed.csv, speed_epochs.csv"
               + (", speed_stages.csv" if stages else ""))
     return EXIT_OK
@@ -351,42 +419,66 @@ def _statistics(rounds: list[dict]) -> dict:
     }
 
 
+def _dtype_statistics(per_round: list[dict], stats: dict) -> dict:
+    """float64 / float32 per contender: quantiles of the per-round ratios, the ratio of the medians and of
+    the minima (``stats``: each dtype's :func:`_statistics`)."""
+    out = {}
+    for who in ("pinnspec", "hand"):
+        r = [row[who] for row in per_round]
+        a, b = stats["float64"][who], stats["float32"][who]
+        out[who] = {"median": median(r), "p25": quantile(r, 0.25), "p75": quantile(r, 0.75),
+                    "of_medians": a["median"] / b["median"], "of_mins": a["min"] / b["min"]}
+    return out
+
+
 def _mib(n):
     return "-" if n is None else f"{n / 2**20:.1f}"
 
 
-def _report(stats, memory, stages, setting, env) -> list[Table]:
+def _report(stats, memory, stages, setting, env, dtypes=("float32",)) -> list[Table]:
+    both = len(dtypes) > 1
     label = {"pinnspec": f"pinnspec Trainer.step ({setting['surgery']}, {setting['align'].split('(')[0]})",
              "hand": "hand-written torch (Adam on the sum)"}
     cuda = env["device"].startswith("cuda")
     mem_cols = ["RSS after setup MiB", "epoch peak RSS MiB", "growth MiB"] + (["CUDA peak alloc MiB"] if cuda else [])
+    mem_keys = ["rss_setup", "peak", "growth"] + (["cuda_peak"] if cuda else [])
+    rounds = stats[dtypes[0]]["rounds"]
     table = Table(["contender", "median ms", "p25 ms", "p75 ms", "min ms"] + mem_cols,
                   title=f"one epoch, {setting['points']} points, grouping {setting['grouping']}, "
-                        f"{stats['rounds']} interleaved rounds; allocator: {env['allocator']}; "
+                        f"{rounds} interleaved rounds, {' and '.join(dtypes)}; allocator: {env['allocator']}; "
                         f"torch {env['torch']}, torch threads {env['threads']}, {env['device']}")
-    for who in ("pinnspec", "hand"):
-        s = stats[who]
-        mem = memory[who] if memory else {}
-        cells = [_mib(mem.get("rss_setup")), _mib(mem.get("peak")), _mib(mem.get("growth"))] + \
-            ([_mib(mem.get("cuda_peak"))] if cuda else [])
-        table.add(label[who], ms(s["median"]), ms(s["p25"]), ms(s["p75"]), ms(s["min"]), *cells)
-    ratio_cells = ["-", "-", "-"] + (["-"] if cuda else [])
-    if memory:
-        ratio_cells = [_ratio(memory["pinnspec"].get("rss_setup"), memory["hand"].get("rss_setup")),
-                       _ratio(memory["pinnspec"].get("peak"), memory["hand"].get("peak")),
-                       _ratio(memory["pinnspec"].get("growth"), memory["hand"].get("growth"))]
-        if cuda:
-            ratio_cells.append(_ratio(memory["pinnspec"].get("cuda_peak"), memory["hand"].get("cuda_peak")))
-    table.add("ratio pinnspec / hand-written (per round)", f"{stats['ratio']:.3f}", f"{stats['ratio_p25']:.3f}",
-              f"{stats['ratio_p75']:.3f}", f"{stats['ratio_of_mins']:.3f}", *ratio_cells)
-    table.add("ratio of the medians", f"{stats['ratio_of_medians']:.3f}", "", "", "", *([""] * len(mem_cols)))
+    for dt in dtypes:
+        s_dt, mem_dt = stats[dt], (memory[dt] if memory else None)
+        tag = f", {dt}" if both else ""
+        for who in ("pinnspec", "hand"):
+            s = s_dt[who]
+            mem = mem_dt[who] if mem_dt else {}
+            cells = [_mib(mem.get(k)) for k in mem_keys]
+            name = label[who][:-1] + tag + ")"
+            table.add(name, ms(s["median"]), ms(s["p25"]), ms(s["p75"]), ms(s["min"]), *cells)
+        ratio_cells = ["-"] * len(mem_cols)
+        if mem_dt:
+            ratio_cells = [_ratio(mem_dt["pinnspec"].get(k), mem_dt["hand"].get(k)) for k in mem_keys]
+        table.add(f"ratio pinnspec / hand-written (per round{tag})", f"{s_dt['ratio']:.3f}",
+                  f"{s_dt['ratio_p25']:.3f}", f"{s_dt['ratio_p75']:.3f}", f"{s_dt['ratio_of_mins']:.3f}",
+                  *ratio_cells)
+        table.add(f"ratio of the medians{tag}", f"{s_dt['ratio_of_medians']:.3f}", "", "", "",
+                  *([""] * len(mem_cols)))
+    if both:
+        for who, name in (("pinnspec", "pinnspec"), ("hand", "hand-written")):
+            r = stats[F64_F32][who]
+            cells = ["-"] * len(mem_cols)
+            if memory:
+                cells = [_ratio(memory["float64"][who].get(k), memory["float32"][who].get(k)) for k in mem_keys]
+            table.add(f"float64 / float32, {name} (per round)", f"{r['median']:.3f}", f"{r['p25']:.3f}",
+                      f"{r['p75']:.3f}", f"{r['of_mins']:.3f}", *cells)
     tables = [table]
-    if stages:
-        ours, theirs = stages
+    for dt in (dtypes if stages else ()):
+        ours, theirs = stages[dt]
         total = ours.get("total", math.nan)
         st = Table(["stage", "pinnspec ms", "hand-written ms", "difference ms", "% of pinnspec epoch"],
-                   title="where the time goes (medians per stage; instrumented epochs, "
-                         f"allocator: {env['allocator']}; torch threads {env['threads']}, {env['device']})")
+                   title=f"where the time goes{f' ({dt})' if both else ''} (medians per stage; instrumented "
+                         f"epochs, allocator: {env['allocator']}; torch threads {env['threads']}, {env['device']})")
         for stage in STAGES + ("total",):
             if stage not in ours and stage not in theirs:
                 continue
@@ -405,43 +497,56 @@ def _ratio(a, b) -> str:
     return f"{a / b:.3f}"
 
 
-def _write(out, env, tables, verdict, stats, rounds, memory, stages, setting) -> None:
+MEMORY_COLUMNS = {"setup_rss_bytes": "rss_setup", "epoch_peak_rss_bytes": "peak", "rss_growth_bytes": "growth",
+                  "cuda_peak_bytes": "cuda_peak"}
+
+
+def _write(out, env, tables, verdict, stats, rounds, memory, stages, setting, dtypes=("float32",)) -> None:
     os.makedirs(out, exist_ok=True)
     sections = [t.markdown() for t in tables] + [verdict]
     sections.append("Ratio per round: pinnspec's epoch / the hand-written epoch of the same round (the two run "
                     "back to back, alternating which goes first); the ratio row's min column is the ratio of the "
                     "minima. Memory: each contender alone in a fresh subprocess; RSS after setup (imports, "
                     "network, optimizer; pinnspec also its compiler and parser), then the RSS high-water mark over "
-                    "the epochs after a reset (/proc/self/clear_refs) and its growth over the setup RSS.")
+                    "the epochs after a reset (/proc/self/clear_refs) and its growth over the setup RSS."
+                    + (" float64 / float32: the float64 epoch of a contender over its float32 epoch of the same "
+                       "round (all four epochs of a round back to back); its min column is the ratio of the minima, "
+                       "its memory columns the ratios of the two dtypes' numbers." if len(dtypes) > 1 else ""))
     write_markdown(os.path.join(out, "speed.md"), "pinnspec bench speed", env, sections)
     common = {**{k: env[k] for k in ("torch", "device", "threads", "allocator")}, **setting}
     rows = []
-    for who in ("pinnspec", "hand"):
-        mem = memory[who] if memory else {}
-        rows.append({"contender": who, **common, "median_s": stats[who]["median"], "p25_s": stats[who]["p25"],
-                     "p75_s": stats[who]["p75"], "min_s": stats[who]["min"], "setup_rss_bytes": mem.get("rss_setup"),
-                     "epoch_peak_rss_bytes": mem.get("peak"),
-                     "rss_growth_bytes": mem.get("growth"), "cuda_peak_bytes": mem.get("cuda_peak")})
-    rows.append({"contender": "ratio", **common, "median_s": stats["ratio"], "p25_s": stats["ratio_p25"],
-                 "p75_s": stats["ratio_p75"], "min_s": stats["ratio_of_mins"],
-                 "setup_rss_bytes": _ratio_value(memory, "rss_setup"),
-                 "epoch_peak_rss_bytes": _ratio_value(memory, "peak"),
-                 "rss_growth_bytes": _ratio_value(memory, "growth"),
-                 "cuda_peak_bytes": _ratio_value(memory, "cuda_peak")})
-    columns = ["contender", "median_s", "p25_s", "p75_s", "min_s", "setup_rss_bytes", "epoch_peak_rss_bytes",
-               "rss_growth_bytes",
-               "cuda_peak_bytes"] + list(common)
+    for dt in dtypes:
+        mem_dt = memory[dt] if memory else None
+        for who in ("pinnspec", "hand"):
+            mem = mem_dt[who] if mem_dt else {}
+            rows.append({"contender": who, **common, "dtype": dt, "median_s": stats[dt][who]["median"],
+                         "p25_s": stats[dt][who]["p25"], "p75_s": stats[dt][who]["p75"],
+                         "min_s": stats[dt][who]["min"], **{c: mem.get(k) for c, k in MEMORY_COLUMNS.items()}})
+        rows.append({"contender": "ratio", **common, "dtype": dt, "median_s": stats[dt]["ratio"],
+                     "p25_s": stats[dt]["ratio_p25"], "p75_s": stats[dt]["ratio_p75"],
+                     "min_s": stats[dt]["ratio_of_mins"],
+                     **{c: _ratio_value(mem_dt, k) for c, k in MEMORY_COLUMNS.items()}})
+    if len(dtypes) > 1:
+        for who in ("pinnspec", "hand"):
+            r = stats[F64_F32][who]
+            pair = {"pinnspec": memory["float64"][who], "hand": memory["float32"][who]} if memory else None
+            rows.append({"contender": f"{F64_F32} {who}", **common, "dtype": F64_F32, "median_s": r["median"],
+                         "p25_s": r["p25"], "p75_s": r["p75"], "min_s": r["of_mins"],
+                         **{c: _ratio_value(pair, k) for c, k in MEMORY_COLUMNS.items()}})
+    columns = ["contender", "dtype", "median_s", "p25_s", "p75_s", "min_s"] + list(MEMORY_COLUMNS) + \
+        [c for c in common if c != "dtype"]
     write_csv(os.path.join(out, "speed.csv"), columns, rows)
-    write_csv(os.path.join(out, "speed_epochs.csv"), ["round", "first", "pinnspec_s", "hand_s", "ratio", "projected"],
-              rounds)
+    write_csv(os.path.join(out, "speed_epochs.csv"),
+              ["round", "dtype", "first", "pinnspec_s", "hand_s", "ratio", "projected"],
+              [row for dt in dtypes for row in rounds[dt]])
     if stages:
-        ours, theirs = stages
-        write_csv(os.path.join(out, "speed_stages.csv"), ["stage", "pinnspec_s", "hand_s"],
-                  [{"stage": s, "pinnspec_s": ours.get(s), "hand_s": theirs.get(s)}
-                   for s in STAGES + ("total",) if s in ours or s in theirs])
+        write_csv(os.path.join(out, "speed_stages.csv"), ["stage", "dtype", "pinnspec_s", "hand_s"],
+                  [{"stage": s, "dtype": dt, "pinnspec_s": stages[dt][0].get(s), "hand_s": stages[dt][1].get(s)}
+                   for dt in dtypes for s in STAGES + ("total",) if s in stages[dt][0] or s in stages[dt][1]])
 
 
 def _ratio_value(memory, key):
+    """``memory["pinnspec"][key] / memory["hand"][key]`` (None without both, or against less than 1 MiB)."""
     if not memory or memory["pinnspec"].get(key) is None or (memory["hand"].get(key) or 0) < 2**20:
         return None
     return memory["pinnspec"][key] / memory["hand"][key]
@@ -479,7 +584,7 @@ def memory_probe(config: dict) -> dict:
         trainer = build_trainer(config["spec"], points=config["points"], grouping=config["grouping"],
                                 surgery=config["surgery"], align=config["align"], device=device, seed=config["seed"],
                                 epochs=config["epochs"] + 3, engine=config.get("engine", "auto"),
-                                compile=config.get("compile", "off"))
+                                compile=config.get("compile", "off"), dtype=config.get("dtype", "float32"))
         # two steps before the measured epochs, as the timing's warm-up: a compiled contender (compile = on)
         # has built its graphs, and the zero-rate first step is behind it
         trainer.step(0)
@@ -488,7 +593,8 @@ def memory_probe(config: dict) -> dict:
         def step(epoch):
             trainer.step(epoch + 2)
     else:
-        hand = build_hand(points=config["points"], grouping=config["grouping"], device=device, seed=config["seed"])
+        hand = build_hand(points=config["points"], grouping=config["grouping"], device=device, seed=config["seed"],
+                          dtype=config.get("dtype", "float32"))
         hand.step()  # as pinnspec's first two steps, before the measured epochs
         hand.step()
 

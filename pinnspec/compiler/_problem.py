@@ -30,6 +30,7 @@ from ..sampling import PointPlan, PointSet, box_points, grid_points, load_refere
 from ..sampling._adaptive import AdaptiveSampler
 from ..sampling._regions import domain_points, inside_domain, sample_region
 from ..sampling._table import TableColumns, TableInterpolator, table_interpolator
+from ._causal import CausalChunks
 from ._codegen import Kernel, build_kernels, generate_kernel
 from ._operators import find_operators
 from ._plan import DerivativePlan
@@ -172,6 +173,11 @@ class CompiledProblem:
                 cond.name, idx, kernels, per_face=len(kernels) > 1, periodic=periodic, observed_fields=observed,
                 point_columns=columns)
         self.plans = {i: DerivativePlan.build(n, self.fields, self.coordinates) for i, n in needs.items()}
+        time = p.time
+        #: condition -> its causal weighting over time chunks (`causal` statements)
+        self.causal: dict[str, CausalChunks] = {
+            c.condition: CausalChunks(c.eps, c.chunks, self.coordinates.index(time.name), float(time.lo),
+                                      float(time.hi)) for c in p.causal}
         #: point set index -> the kernels of the conditions evaluated on it (sets in first-use order)
         self.by_set: dict[int, list[ConditionKernels]] = {}
         for ck in self.condition_kernels.values():
@@ -395,12 +401,38 @@ class CompiledProblem:
         """[N, C] -> [N]: the per-point sum of squared components."""
         return residuals.square().sum(dim=1)
 
+    def condition_sum(self, condition: str, residuals: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """The sum of squared residuals [N, C] of ``condition`` at its points x [N, d], the numerator of its
+        mean; for a causally weighted condition, N times its causal loss (`CausalChunks`), so that dividing
+        by the count gives that loss."""
+        squares = self.point_squares(residuals)  # [N]
+        causal = self.causal.get(condition)
+        if causal is None:
+            return squares.sum()
+        return causal.loss(squares, x) * squares.shape[0]
+
+    def causal_weights(self, model, points: Points, params: dict[str, torch.Tensor] | None = None, *,
+                       engine: str | None = None) -> dict[str, torch.Tensor]:
+        """condition -> its causal weights w [M] (detached) on ``points``, for every causally weighted one."""
+        out = {}
+        for index, cks in self.by_set.items():
+            names = [ck.condition for ck in cks if ck.condition in self.causal]
+            if not names:
+                continue
+            s = points.sets[index]
+            residuals = self.set_residuals(index, model, s, params or {}, engine=engine)
+            for name in names:
+                causal = self.causal[name]
+                out[name] = causal.weights(causal.chunk_losses(self.point_squares(residuals[name].detach()), s.x))
+        return out
+
     def losses(self, model, points: Points, params: dict[str, torch.Tensor] | None = None,
                grouping: str | None = None, *, engine: str | None = None) -> Losses:
         """The m task losses (and every condition's) of ``grouping`` on ``points``, eagerly (``engine``: the
         derivative engine, default the spec's)."""
         residuals = self.residuals(model, points, params, engine=engine)
-        sums = {name: self.point_squares(r).sum() for name, r in residuals.items()}
+        sums = {name: self.condition_sum(name, r, points.sets[self.condition_kernels[name].set_index].x)
+                for name, r in residuals.items()}
         return self.losses_from_sums(sums, self.counts(points), grouping)
 
     def counts(self, points: Points) -> dict[str, int]:

@@ -25,7 +25,7 @@ def set_sums(problem: CompiledProblem, index: int, model, x, partner, observed, 
     ``normals`` [N, d_space]: the outward normals on parts of a domain's boundary, else None."""
     s = TorchPointSet(x, face_slices, partner, observed, normals=normals)
     residuals = problem.set_residuals(index, model, s, params, engine="forward")
-    return tuple(r.square().sum() for r in residuals.values())
+    return tuple(problem.condition_sum(name, r, x) for name, r in residuals.items())
 
 
 class CompiledLosses:

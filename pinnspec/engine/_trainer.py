@@ -180,6 +180,9 @@ class Trainer:
         #: the stages in order (one without `stage` statements) and the epoch each begins at
         self.stages = t.stage_list()
         self.stage_starts = [sum(s.epochs for s in self.stages[:k]) for k in range(len(self.stages))]
+        if distributed and p.causal:
+            raise ValueError("causal weighting takes each time chunk's mean over all of its points: data-parallel "
+                             "runs (point sets split over ranks) do not take it; train without --distributed")
         if distributed and any(s.second_order for s in self.stages):
             raise ValueError("an lbfgs stage does not run data-parallel (its line search is one process's): "
                              "train the spec without --distributed")
@@ -229,7 +232,8 @@ class Trainer:
                         + [f"loss:{c}" for c in self.condition_names]
                         + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"]
                         + ([f"weight{i}" for i in range(m)] if self.state.weights is not None else [])
-                        + (["stage", "evaluations"] if t.stages else []))
+                        + (["stage", "evaluations"] if t.stages else [])
+                        + [f"causal:{c.condition}" for c in p.causal])
         if self.stages[0].second_order:
             self._setup_stage(0)
             self._initial_stage_state(0)
@@ -571,6 +575,10 @@ class Trainer:
         """Validation rel-L2 after epoch ``epoch + 1``; the best so far is the checkpoint the run reports.
         Without a reference the checkpoint is chosen on the training loss instead: the summed task losses
         of the model now, on this epoch's points."""
+        if self.problem.causal:  # the last chunk's weight (the smallest): 1 once the residual is small everywhere
+            weights = self.problem.causal_weights(self.model, self._points_for(epoch), self.params,
+                                                  engine=self.plan.engine)
+            row.update({f"causal:{name}": float(w[-1]) for name, w in weights.items()})
         if self.has_reference:
             value = self.rel_l2(self.validation_points, self.validation_reference)
             row["validation"] = value

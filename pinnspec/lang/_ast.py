@@ -416,6 +416,14 @@ class Stage(Statement):
 
 
 @dataclass(frozen=True)
+class Causal(Statement):
+    """``causal CONDITION(eps = ..., chunks = ...)`` (or ``causal none``)."""
+
+    call: Call
+    span: Span
+
+
+@dataclass(frozen=True)
 class Train(Statement):
     settings: tuple[KeywordArg, ...]
     span: Span
@@ -456,6 +464,7 @@ _KEYWORDS = {
     Validate: "validate",
     Report: "report",
     Stage: "stage",
+    Causal: "causal",
     Train: "train",
 }
 

@@ -117,6 +117,7 @@ class Lowering:
         test = self._test(by_kind)
         validation = self._validation(by_kind)
         training = self._training(by_kind)
+        causal = self._causal(by_kind)
         default_grouping = self._default_grouping(training)
         self._usage_warnings(by_kind)
         if self.diag.has_errors:
@@ -140,6 +141,7 @@ class Lowering:
             domain=self.geometry.domain,
             tables=tuple(self.tables.values()),
             reports=tuple(self.reports),
+            causal=causal,
         )
 
     # ================================================================== structure & names
@@ -999,6 +1001,61 @@ class Lowering:
                                 f"alignment is the optimizer's): the stages use {', '.join(s.optimizer.name for s in first_order)}")
         calls["align"] = self._resolved_alignment(calls["align"], calls["optimizer"], by_kind.get("align", []))
         return ir.Training(settings=tuple(settings.items()), stages=stages, **calls)
+
+    def _causal(self, by_kind) -> tuple[ir.Causal, ...]:
+        """The `causal` statements: each names an equation of a spec with time, at most once; ``causal none``
+        (alone) weights nothing."""
+        statements = by_kind.get("causal", [])
+        if len(statements) == 1 and statements[0].call.func.name == "none" and statements[0].call.bare:
+            return ()
+        out: dict[str, ir.Causal] = {}
+        for st in statements:
+            ident, call = st.call.func, st.call
+            if ident.name == "none":
+                self.diag.error(ident.span, "'causal none' turns causal weighting off: it cannot be combined with "
+                                "other 'causal' statements")
+                continue
+            if not self._is_condition(ident, "causal"):
+                continue
+            kind = self.condition_kinds.get(ident.name)
+            if kind != "equation":
+                self.diag.error(ident.span, f"causal weighting applies to equations; '{ident.name}' is "
+                                f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} condition")
+                continue
+            if not any(c.is_time for c in self.coordinates):
+                self.diag.error(ident.span, "causal weighting needs a time coordinate ('time t in [A, B]')")
+                continue
+            if ident.name in out:
+                self.diag.error(ident.span, f"'{ident.name}' is weighted causally twice")
+                continue
+            values = dict(catalog.CAUSAL)
+            ok = True
+            for kw in call.kwargs:
+                key = kw.name.name
+                if key not in catalog.CAUSAL:
+                    hint = did_you_mean(key, catalog.CAUSAL)
+                    more = f"; did you mean '{hint}'?" if hint else f" (it takes: {', '.join(catalog.CAUSAL)})"
+                    self.diag.error(kw.name.span, f"causal {ident.name}() has no argument '{key}'{more}")
+                    ok = False
+                    continue
+                number = self._constant(kw.value, f"causal {ident.name}({key} = ...)")
+                if number is None:
+                    ok = False
+                elif key == "chunks" and not (number == int(number) and number >= 1):
+                    self.diag.error(kw.value.span, f"causal {ident.name}(chunks = ...) must be a whole number of at "
+                                    f"least 1, got {number:g}")
+                    ok = False
+                elif key == "eps" and not number >= 0:
+                    self.diag.error(kw.value.span, f"causal {ident.name}(eps = ...) must be at least 0, got {number:g}")
+                    ok = False
+                else:
+                    values[key] = number
+            for arg in call.args:
+                self.diag.error(arg.span, f"causal arguments are given by keyword, e.g. {ident.name}(eps = 1)")
+                ok = False
+            if ok:
+                out[ident.name] = ir.Causal(ident.name, float(values["eps"]), int(values["chunks"]))
+        return tuple(out.values())
 
     def _stages(self, by_kind, settings: dict[str, Any]) -> tuple[ir.Stage, ...]:
         """The `stage` statements, checked: each names an optimizer or a second-order method with its

@@ -22,8 +22,10 @@ from . import _ast as A
 from ._diagnostics import Diagnostic, SpecError
 
 #: keys that replace a whole statement; the value is the statement's text after the keyword
-STATEMENT_KEYS = ("model", "optimizer", "schedule", "surgery", "align", "weights", "stage", "sampler", "resample",
-                  "test", "validate")
+STATEMENT_KEYS = ("model", "optimizer", "schedule", "surgery", "align", "weights", "stage", "causal", "sampler",
+                  "resample", "test", "validate")
+#: keys whose statement may repeat: the value lists them separated by ';' and replaces every one
+REPEATED_KEYS = ("stage", "causal")
 HEADER = "# --- command-line overrides ---"
 #: what a diagnostic in the appended lines names when no single override wrote its place
 ALL_OVERRIDES = "the command-line overrides"
@@ -53,7 +55,8 @@ def apply_overrides(spec, overrides: dict[str, object], written: dict[str, str] 
     """A new checked Spec: ``spec`` with ``overrides`` applied (key -> value text).
 
     Keys: the training statements (``optimizer = "adam(lr = 1e-3)"``; ``stage`` replaces every stage
-    statement, its value the stages separated by ';': ``"adam epochs = 100; lbfgs epochs = 50"``), ``sampler``,
+    statement, its value the stages separated by ';': ``"adam epochs = 100; lbfgs epochs = 50"``; ``causal``
+    likewise: ``"pde(eps = 1)"``, ``"none"``), ``sampler``,
     ``resample`` ("every 10" | "never"), ``test``, ``validate`` ("test every 100"),
     and every ``train`` setting (``epochs``, ``grouping``, ``seed``, ...).
     ``written``: how the user wrote each override (key -> ``"--epochs -5"``,
@@ -118,8 +121,7 @@ def _resolved_text(spec, overrides: dict[str, object], written: dict[str, str]) 
     for key in STATEMENT_KEYS:
         if key not in overrides:
             continue
-        # `stage` replaces every stage statement: its value lists the stages, separated by ';'
-        values = [v.strip() for v in str(overrides[key]).split(";")] if key == "stage" else [overrides[key]]
+        values = [v.strip() for v in str(overrides[key]).split(";")] if key in REPEATED_KEYS else [overrides[key]]
         for value in values:
             added.append(f"{key} {value}")
             places.add(len(lines) + len(added), 1, added[-1], written[key])

@@ -311,6 +311,9 @@ class ToAst(Transformer):
     weights_stmt = _setting("weights")
     del _setting
 
+    def causal_stmt(self, meta, c):
+        return A.Causal(c[0], _span(meta))
+
     def stage_stmt(self, meta, c):
         return A.Stage(c[0], tuple(c[1:]), _span(meta))
 

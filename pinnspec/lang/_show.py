@@ -175,6 +175,8 @@ def format_ir(problem: ir.Problem) -> str:
         out.append(f"  {kind} {getattr(t, kind)}")
     if t.weights.name != "none":  # shown where a spec weights its tasks
         out.append(f"  weights {t.weights}")
+    for causal in problem.causal:
+        out.append(f"  {causal}")
     for i, stage in enumerate(t.stages):
         out.append(f"  stage {i + 1}: {stage}")
     if t.settings:

@@ -181,3 +181,60 @@ def test_the_report_says_what_of_the_step_is_compiled():
                                               "update chain compiled apart)")
     trainer.execution._demote("losses")
     assert _speed.compiled_parts(trainer).startswith("eager (losses and G eagerly")
+
+
+def test_float64_trainer_and_baseline_are_the_same_problem():
+    """--dtype float64: pinnspec's float64 trainer and the float64 hand-written baseline start from the same
+    weights and agree on the epoch-0 losses to float64 precision."""
+    trainer = _speed.build_trainer(find_spec(), points=64, grouping="three", surgery=None, align=None, device=CPU,
+                                   seed=0, epochs=4, dtype="float64")
+    hand = _speed.build_hand(points=64, grouping="three", device=CPU, seed=0, dtype="float64")
+    assert trainer.dtype == torch.float64 and all(w.dtype == torch.float64 for w in hand.params)
+    same_weights, loss_difference, weight_difference = _speed.same_problem(trainer, hand)
+    assert same_weights and weight_difference == 0.0
+    assert loss_difference < 1e-12
+    trainer.step(0)
+    trainer.step(1)
+    assert all(t.dtype == torch.float64 for t in trainer.theta)
+
+
+def test_speed_both_dtypes_interleaved(tmp_path, capsys):
+    """--dtype both: a float32 and a float64 pair in one process, each dtype's rows, the float64 / float32
+    ratio per contender, in the printed table and in speed.csv / speed_epochs.csv / speed_stages.csv."""
+    out = tmp_path / "speed"
+    rc = bench.speed.main(["--dtype", "both", "--epochs", "2", "--warmup", "0", "--points", "32", "--profile", "1",
+                           "--memory-epochs", "1", "--plate-points", "0", "--threads", "1", "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    for needle in ("dtype float32 and float64", "same problem (float32): initial weights identical",
+                   "same problem (float64): initial weights identical", "(config(), gua, float32)",
+                   "(config(), gua, float64)", "ratio pinnspec / hand-written (per round, float64)",
+                   "float64 / float32, pinnspec (per round)", "float64 / float32, hand-written (per round)",
+                   "where the time goes (float64)", "float64 / float32 (median over rounds",
+                   "target: median ratio <= 1.05"):
+        assert needle in text, needle
+    rows = list(csv.DictReader(open(out / "speed.csv")))
+    assert [(r["contender"], r["dtype"]) for r in rows] == [
+        ("pinnspec", "float32"), ("hand", "float32"), ("ratio", "float32"),
+        ("pinnspec", "float64"), ("hand", "float64"), ("ratio", "float64"),
+        ("float64/float32 pinnspec", "float64/float32"), ("float64/float32 hand", "float64/float32")]
+    by = {(r["contender"], r["dtype"]): r for r in rows}
+    for dtype in ("float32", "float64"):
+        for who in ("pinnspec", "hand"):
+            assert float(by[who, dtype]["median_s"]) > 0 and int(by[who, dtype]["epoch_peak_rss_bytes"]) > 0
+    ratio = float(by["float64/float32 pinnspec", "float64/float32"]["median_s"])
+    assert 0 < ratio < 100
+    epochs = list(csv.DictReader(open(out / "speed_epochs.csv")))
+    assert sorted((r["dtype"], r["round"]) for r in epochs) == [
+        ("float32", "0"), ("float32", "1"), ("float64", "0"), ("float64", "1")]
+    assert {r["dtype"] for r in csv.DictReader(open(out / "speed_stages.csv"))} == {"float32", "float64"}
+    assert "float64 / float32" in (out / "speed.md").read_text()
+
+
+def test_speed_in_float64_alone(capsys):
+    rc = bench.speed.main(["--dtype", "float64", "--epochs", "1", "--warmup", "0", "--points", "32", "--profile",
+                           "0", "--memory-epochs", "0", "--plate-points", "0", "--threads", "1"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "dtype float64" in text and "-> measured " in text and " in float64: " in text
+    assert "float64 / float32" not in text

@@ -208,6 +208,16 @@ CASES = [
     ("weights positional", HEAD + PDE + "weights gradnorm(10)\n", 6, 18, "by keyword"),
     ("weights twice", HEAD + PDE + "weights gradnorm\nweights ntk\n", 7, 1, "weights"),
     ("weights as a name", HEAD + PDE + "let weights = 3\n", 6, 5, "reserved word"),
+    # --- causal
+    ("causal unknown condition", HEAD + PDE + "causal pdf\n", 6, 8, "did you mean 'pde'"),
+    ("causal not an equation", HEAD + PDE + "initial ic: u = 0\ncausal ic\n", 7, 8, "applies to equations"),
+    ("causal twice", HEAD + PDE + "causal pde\ncausal pde(eps = 2)\n", 7, 8, "twice"),
+    ("causal chunks zero", HEAD + PDE + "causal pde(chunks = 0)\n", 6, 21, "whole number of at least 1"),
+    ("causal eps negative", HEAD + PDE + "causal pde(eps = -1)\n", 6, 18, "at least 0"),
+    ("causal unknown argument", HEAD + PDE + "causal pde(chunk = 4)\n", 6, 12, "did you mean 'chunks'"),
+    ("causal none with others", HEAD + PDE + "causal none\ncausal pde\n", 6, 8, "turns causal weighting off"),
+    ("causal without time", "problem p\nspace x in [0, 1]\nfield u\nequation pde: u_xx = 0\ncausal pde\n", 5, 8,
+     "needs a time coordinate"),
     # --- stages
     ("unknown stage", HEAD + PDE + "stage lbgfs epochs = 5\n", 6, 7, "unknown stage 'lbgfs'; did you mean 'lbfgs'"),
     ("stage without epochs", HEAD + PDE + "stage adam dtype = float64\n", 6, 1, "needs its epochs"),
