@@ -134,3 +134,19 @@ def test_a_spec_without_stages_is_one_stage():
     (stage,) = spec.ir.training.stage_list()
     assert (stage.optimizer.name, stage.epochs, stage.dtype) == ("adam", 7, "float32")
     assert not spec.ir.training.stages
+
+
+def test_a_stalled_lbfgs_stage_stops_moving_with_a_notice(monkeypatch, capsys):
+    from pinnspec.optim import _lbfgs
+
+    def no_decrease(self, objective, x, state):  # every line search fails, as at the precision floor
+        return torch.zeros_like(x), state, _lbfgs.StepInfo(0.0, 2, False, float(state.loss))
+
+    monkeypatch.setattr(_lbfgs.LBFGS, "step", no_decrease)
+    trainer = Trainer(_spec(), None)
+    trainer.run()
+    rows = trainer.history[30:]
+    assert [r["evaluations"] for r in rows] == [2, 2, 2] + [0] * 9
+    assert trainer.lbfgs_stopped.startswith("stopped at epoch 33: 3 line searches in a row")
+    assert "stage 2 (lbfgs) stopped at epoch 33" in capsys.readouterr().err
+    assert len({r["loss"] for r in rows}) == 1
