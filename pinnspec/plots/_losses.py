@@ -1,5 +1,5 @@
 """losses.png: per-condition and per-task losses (log scale), the validation rel-L2 and, for a run with a
-`weights` stage, the task weights."""
+`weights` stage, the task weights; a run in `stage`s marks where each stage begins."""
 
 from __future__ import annotations
 
@@ -21,6 +21,14 @@ def positive(values: np.ndarray) -> np.ndarray:
 
 
 def _marks(ax, run, epoch: np.ndarray, *, label: bool) -> None:
+    stage = run.history.get("stage")  # a run in stages: a line after each stage's last epoch
+    if stage is not None:
+        ends = np.flatnonzero(np.isfinite(stage[:-1]) & (np.diff(stage) != 0))
+        for n, i in enumerate(ends):
+            ax.axvline(epoch[i], color="tab:green", ls="-.", lw=1,
+                       label="stage switch" if label and n == 0 else None)
+            ax.text(epoch[i], 0.02, f" stage {int(stage[i + 1])}", transform=ax.get_xaxis_transform(),
+                    color="tab:green", ha="left", va="bottom", fontsize=8)
     best = as_float(run.result.get("best_epoch"))
     if best is not None:
         ax.axvline(best, color="0.3", ls=":", lw=1, label="best-validation epoch" if label else None)

@@ -150,3 +150,16 @@ def test_a_stalled_lbfgs_stage_stops_moving_with_a_notice(monkeypatch, capsys):
     assert trainer.lbfgs_stopped.startswith("stopped at epoch 33: 3 line searches in a row")
     assert "stage 2 (lbfgs) stopped at epoch 33" in capsys.readouterr().err
     assert len({r["loss"] for r in rows}) == 1
+
+
+def test_the_losses_plot_marks_the_stage_switch(tmp_path):
+    from pinnspec.plots._losses import losses_figure
+    from pinnspec.plots._run import load_run
+
+    Trainer(_spec(), str(tmp_path / "run")).run()
+    fig = losses_figure(load_run(tmp_path / "run"))
+    top = fig.axes[0]
+    assert "stage switch" in [t.get_text() for t in top.get_legend().get_texts()]
+    switches = [line for line in top.get_lines() if line.get_label() == "stage switch"]
+    assert [line.get_xdata()[0] for line in switches] == [30]
+    assert " stage 2" in [t.get_text() for t in top.texts]
