@@ -489,6 +489,39 @@ class Causal:
 
 
 @dataclass(frozen=True)
+class HardConstraint:
+    """A field that satisfies its enforced Dirichlet and initial conditions by construction:
+
+        field = extension + distance * N
+
+    N the network's output for the field; ``distance`` vanishes on every enforced face (and at the initial
+    time), ``extension`` equals the conditions' data there (`pinnspec.lang._enforce`).  Both are expressions
+    of the coordinates."""
+
+    field: str
+    extension: sympy.Expr
+    distance: sympy.Expr
+    conditions: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.field} = {self.extension} + ({self.distance})*N_{self.field}  [{', '.join(self.conditions)}]"
+
+
+@dataclass(frozen=True)
+class PeriodicEmbedding:
+    """A space coordinate the network sees only through cos and sin of 2 pi (c - lo) / (hi - lo): every field
+    and every derivative is periodic in it, so the periodic condition ``condition`` holds by construction."""
+
+    coordinate: str
+    lo: float
+    hi: float
+    condition: str
+
+    def __str__(self) -> str:
+        return f"{self.coordinate} embedded with period {self.hi - self.lo:g}  [{self.condition}]"
+
+
+@dataclass(frozen=True)
 class Problem:
     name: str
     coordinates: tuple[Coordinate, ...]
@@ -509,6 +542,16 @@ class Problem:
     tables: tuple[Table, ...] = ()  # the coefficient tables the conditions read (ir.table_value)
     reports: tuple[Report, ...] = ()  # `report` statements, in file order
     causal: tuple[Causal, ...] = ()  # the equations weighted causally (`causal` statements)
+    #: `enforce`: the fields' output transforms and the periodic embeddings; the enforced conditions stay in
+    #: ``conditions`` (their residuals vanish by construction) and leave every task of every grouping
+    hard_constraints: tuple[HardConstraint, ...] = ()
+    periodic_embeddings: tuple[PeriodicEmbedding, ...] = ()
+
+    @property
+    def enforced(self) -> tuple[str, ...]:
+        """The conditions that hold by construction, in file order."""
+        names = {c for h in self.hard_constraints for c in h.conditions} | {e.condition for e in self.periodic_embeddings}
+        return tuple(c.name for c in self.conditions if c.name in names)
 
     # convenience --------------------------------------------------------
     @property

@@ -31,6 +31,7 @@ from ..sampling._adaptive import AdaptiveSampler
 from ..sampling._regions import domain_points, inside_domain, sample_region
 from ..sampling._table import TableColumns, TableInterpolator, table_interpolator
 from ._causal import CausalChunks
+from ._enforce import HardConstrained, constrained_problem
 from ._codegen import Kernel, build_kernels, generate_kernel
 from ._operators import find_operators
 from ._plan import DerivativePlan
@@ -106,9 +107,13 @@ def host_to_device(a, dtype, device) -> torch.Tensor:
 
 
 class CompiledProblem:
-    def __init__(self, spec):
+    def __init__(self, spec, *, enforce: bool = True):
+        """``enforce``: rewrite the residuals for the spec's hard constraints (`constrained_problem`): the
+        problem a `HardConstrained` network trains on; False: the conditions as written (``verify`` runs the
+        exact solution through them)."""
         self.spec = spec
-        self.ir: ir.Problem = spec.ir
+        self.ir: ir.Problem = constrained_problem(spec.ir) if enforce else spec.ir
+        self.enforces = enforce and bool(spec.ir.hard_constraints)
         p = self.ir
         self.fields = p.fields
         self.coordinates = tuple(c.name for c in p.coordinates)
@@ -146,9 +151,14 @@ class CompiledProblem:
             exact_kernel = generate_kernel("exact_solution", tuple(e for _, e in p.reference.solution), p,
                                            all_coordinates=True)
             all_kernels.append(exact_kernel)
+        if p.hard_constraints:
+            all_kernels.append(generate_kernel("hard_constraints", tuple(e for h in p.hard_constraints
+                                                                         for e in (h.extension, h.distance)),
+                                               p, all_coordinates=True))
         built, self.kernel_source = build_kernels(all_kernels, p.name)
         by_name = {k.name: k for k in built}
         self.exact_kernel = by_name.get("exact_solution")
+        self._constraint_kernel = by_name.get("hard_constraints")
 
         self.condition_kernels: dict[str, ConditionKernels] = {}
         needs: dict[int, set] = {s.index: set() for s in self.point_plan.sets}
@@ -320,8 +330,10 @@ class CompiledProblem:
         return out
 
     def derivatives(self, model, plan: DerivativePlan, x: torch.Tensor, *, engine: str | None = None) -> dict:
-        """The values the plan needs, by the derivative engine (``engine``, default the spec's)."""
+        """The values the plan needs, by the derivative engine (``engine``, default the spec's); of the network
+        under a `HardConstrained` model where the residuals are rewritten for it."""
         engine = engine or self.engine
+        model = self.network(model)
         # auto: forward propagation where it was measured to win: third and higher derivatives (1.6-3.2x),
         # and a plan with a linear operator (Burgers, u_t - nu u_xx one row: eager epoch 0.89 of the
         # hand-written one, against 1.05 with nested autograd, `pinnspec bench speed --threads 1`); with
@@ -371,6 +383,25 @@ class CompiledProblem:
             else:  # observed
                 args.append(s.observed[rows, ck.observed_fields.index(inp.key)])
         return kernel.fn(*args)
+
+    def network(self, model):
+        """The module whose outputs the residual kernels read: the network inside a `HardConstrained` model
+        when this problem's residuals are rewritten for its constraints, else ``model``."""
+        return model.net if self.enforces and isinstance(model, HardConstrained) else model
+
+    def constraint_transform(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """x [N, d] -> (A [N, k], D [N, k]): the extensions and distances of the k constrained fields."""
+        columns = [x[:, i] for i in range(self.dim)]
+        values = [v.expand(len(x)) if v.dim() == 0 else v for v in self._constraint_kernel.fn(*columns)]
+        values = [torch.as_tensor(v, dtype=x.dtype, device=x.device).expand(len(x)) for v in values]
+        return torch.stack(values[0::2], dim=1), torch.stack(values[1::2], dim=1)
+
+    def constrained(self, net):
+        """``net`` with the spec's hard constraints applied to its outputs (`HardConstrained`), or ``net``."""
+        if not self.spec.ir.hard_constraints:
+            return net
+        columns = tuple(self.fields.index(h.field) for h in self.spec.ir.hard_constraints)
+        return HardConstrained(net, self.constraint_transform, columns)
 
     def residual_magnitudes(self, index: int, x: np.ndarray, model, params: dict[str, torch.Tensor] | None = None,
                             *, chunk: int = RESIDUAL_CHUNK, engine: str | None = None) -> np.ndarray:

@@ -70,8 +70,17 @@ class Checks(list):
         self.reports = dict(reports or {})
 
 
+#: how closely the output transform of `enforce` must reproduce its conditions' data (relative to the field scale)
+ENFORCE_RTOL = 1e-10
+
+
 def verify(problem: CompiledProblem, *, seed: int = 0, params: dict[str, float] | None = None,
            rtol: float = DEFAULT_RTOL) -> Checks:
+    """Every condition as written, on the exact solution; and, for a spec with hard constraints (``enforce``),
+    every enforced condition on the constrained output A + D * u* (its data must come back to
+    `ENFORCE_RTOL`: a row '<condition> (enforced)')."""
+    if problem.enforces:  # the conditions as written: the exact solution is the field, not the network
+        problem = CompiledProblem(problem.spec, enforce=False)
     if problem.exact_kernel is None:
         raise ValueError(f"the problem '{problem.ir.name}' has no 'exact' solution: verify needs one "
                          "(add 'exact FIELD = EXPR, ...')")
@@ -119,6 +128,14 @@ def verify(problem: CompiledProblem, *, seed: int = 0, params: dict[str, float] 
         checks.append(ConditionCheck(cond.name, r.shape[0], float(r.abs().max()), _rms(r.reshape(-1)),
                                      scale, judged=not unset, note=note, rtol=rtol, noise_rms=noise_rms,
                                      noise_tolerance=tolerance))
+    if problem.ir.hard_constraints:
+        enforced = problem.residuals(problem.constrained(problem.exact), points, param_tensors)
+        for name in (c for h in problem.ir.hard_constraints for c in h.conditions):
+            r = enforced[name].detach()
+            checks.append(ConditionCheck(f"{name} (enforced)", r.shape[0], float(r.abs().max()),
+                                         _rms(r.reshape(-1)), max(field_scale, 1.0), judged=True,
+                                         note="the output transform's value on the condition's points",
+                                         rtol=ENFORCE_RTOL))
     return Checks(checks, problem.reports(problem.exact, values))
 
 
@@ -150,13 +167,14 @@ def _term_kernels(problem: CompiledProblem):
 
 
 def format_checks(checks: list[ConditionCheck], title: str) -> str:
-    lines = [title, f"{'condition':<14}{'points':>8}{'max |r|':>12}{'rms r':>12}{'scale':>12}{'rms/scale':>12}  result"]
+    w = max([14] + [len(c.name) + 2 for c in checks])
+    lines = [title, f"{'condition':<{w}}{'points':>8}{'max |r|':>12}{'rms r':>12}{'scale':>12}{'rms/scale':>12}  result"]
     for c in checks:
         result = ("ok" if c.passed else "FAIL") if c.judged else "not judged"
-        lines.append(f"{c.name:<14}{c.points:>8}{c.max_abs:>12.3e}{c.rms:>12.3e}{c.scale:>12.3e}"
+        lines.append(f"{c.name:<{w}}{c.points:>8}{c.max_abs:>12.3e}{c.rms:>12.3e}{c.scale:>12.3e}"
                      f"{c.relative:>12.3e}  {result}")
         if c.note:
-            lines.append(f"{'':14}  note: {c.note}")
+            lines.append(f"{'':{w}}  note: {c.note}")
     reports = getattr(checks, "reports", None)
     if reports:
         lines.append("reports on the exact solution (quadrature)")

@@ -47,7 +47,7 @@ class CompiledLosses:
         parameter = next(model.parameters())
         with torch.no_grad():
             for index in problem.by_set:
-                forward_values(model, problem.plans[index], parameter.new_zeros(2, problem.dim))
+                forward_values(problem.network(model), problem.plans[index], parameter.new_zeros(2, problem.dim))
 
     def losses(self, points: Points, params: dict[str, torch.Tensor], grouping: str | None) -> Losses:
         """The losses of ``grouping`` by the per-set units (inputs detached: a compiled backward would

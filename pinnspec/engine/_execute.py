@@ -164,9 +164,9 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     if engine == "autograd":
         why_not = (f"compile = {compile_setting} needs the forward engine (engine = auto or forward); "
                    "training eagerly with autograd")
-    elif not supports(model):
+    elif not supports(problem.network(model)):
         why_not = (f"compile = {compile_setting}: the forward derivative engine does not cover "
-                   f"{type(model).__name__}; training eagerly with nested autograd")
+                   f"{type(problem.network(model)).__name__}; training eagerly with nested autograd")
     if why_not is not None:
         return ExecutionPlan((eager,), (("compiled", why_not),), notes=(why_not,), header=header,
                              hessian_steps=hessian)

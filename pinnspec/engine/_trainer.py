@@ -34,6 +34,7 @@ from .._malloc import tune_allocator
 from .._rss import read_status, reset_peak
 from .. import catalog, models, optim, surgery  # noqa: F401  (register the built-in names)
 from ..compiler import compile_spec
+from ..models._periodic import PeriodicEmbedding
 from ..registry import MODELS, SCHEDULES
 from ..sampling._regions import files_outside_domain
 from . import _artifacts as files
@@ -119,11 +120,16 @@ def resolve_device(device: str | None) -> torch.device:
 
 
 def build_model(spec, problem, *, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
-    """The spec's network, initialised from its seed (on the CPU: the same network on every device)."""
+    """The spec's network, initialised from its seed (on the CPU: the same network on every device), with
+    the spec's hard constraints on its outputs (`enforce`)."""
     t = spec.ir.training
     init = torch.Generator().manual_seed(int(t.setting("seed")))
-    return MODELS.get(t.model.name)(**t.model.options).build(problem.dim, len(spec.ir.fields), generator=init,
-                                                             dtype=dtype, device=device)
+    periodic = tuple((problem.coordinates.index(e.coordinate), e.lo, e.hi - e.lo) for e in spec.ir.periodic_embeddings)
+    net = MODELS.get(t.model.name)(**t.model.options).build(problem.dim + len(periodic), len(spec.ir.fields),
+                                                            generator=init, dtype=dtype, device=device)
+    if periodic:  # the network sees each periodic coordinate through cos and sin (`enforce` of a periodic condition)
+        net = PeriodicEmbedding(net, problem.dim, periodic)
+    return problem.constrained(net)
 
 
 def describe_execution(spec) -> str:
@@ -228,6 +234,11 @@ class Trainer:
             self.validation_reference = self.problem.reference(self.problem.validation_points()).to(self.device)
             self.test_reference = self.problem.reference(self.problem.test_points()).to(self.device)
         self._warn_files_outside_domain()
+        if p.enforced:
+            how = [f"{h.field} = A + D*N ({', '.join(h.conditions)})" for h in p.hard_constraints] + [
+                f"{e.coordinate} embedded periodically ({e.condition})" for e in p.periodic_embeddings]
+            self._notice(f"enforce: {', '.join(p.enforced)} hold by construction ({'; '.join(how)}); they are in "
+                         "no task (their losses are logged)", prefix=False)
         self.columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(m)]
                         + [f"loss:{c}" for c in self.condition_names]
                         + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"]

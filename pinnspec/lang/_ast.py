@@ -424,6 +424,14 @@ class Causal(Statement):
 
 
 @dataclass(frozen=True)
+class Enforce(Statement):
+    """``enforce CONDITION, ...``: conditions that hold by construction."""
+
+    names: tuple[Ident, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
 class Train(Statement):
     settings: tuple[KeywordArg, ...]
     span: Span
@@ -465,6 +473,7 @@ _KEYWORDS = {
     Report: "report",
     Stage: "stage",
     Causal: "causal",
+    Enforce: "enforce",
     Train: "train",
 }
 

@@ -20,6 +20,7 @@ from . import _ast as A
 from ._diagnostics import Collector
 from ._expr import (BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, TABLE_SUFFIX, ExprLowering, Scope,
                     keyword_arguments, uses_call)
+from ._enforce import EnforceLowering
 from ._geometry import BOX, GeometryLowering
 from ._report import ReportLowering
 
@@ -104,6 +105,9 @@ class Lowering:
             }.get(type(st))
             if handler:
                 handler(st)
+        self.hard_constraints, self.periodic_embeddings = EnforceLowering(self).run(by_kind.get("enforce", []))
+        self.enforced = {c for h in self.hard_constraints for c in h.conditions} | {
+            e.condition for e in self.periodic_embeddings}
         for st in by_kind.get("loss", []):
             self._loss(st)
         for st in by_kind.get("grouping", []):
@@ -120,6 +124,7 @@ class Lowering:
         causal = self._causal(by_kind)
         default_grouping = self._default_grouping(training)
         self._usage_warnings(by_kind)
+        self._drop_enforced(by_kind)
         if self.diag.has_errors:
             return None
         return ir.Problem(
@@ -142,6 +147,8 @@ class Lowering:
             tables=tuple(self.tables.values()),
             reports=tuple(self.reports),
             causal=causal,
+            hard_constraints=self.hard_constraints,
+            periodic_embeddings=self.periodic_embeddings,
         )
 
     # ================================================================== structure & names
@@ -727,6 +734,32 @@ class Lowering:
         self.groupings[DEFAULT_GROUPING] = ir.Grouping(DEFAULT_GROUPING, tasks, labels)
         return DEFAULT_GROUPING
 
+    def _drop_enforced(self, by_kind) -> None:
+        """The enforced conditions leave every task (a pool keeps its other members; a task left empty goes)."""
+        if not self.enforced:
+            return
+        for name, g in list(self.groupings.items()):
+            tasks, labels = [], []
+            for task, label in zip(g.tasks, g.labels):
+                terms = []
+                for weight, atom in task.terms:
+                    if isinstance(atom, ir.PoolLoss):
+                        kept = tuple(c for c in atom.conditions if c not in self.enforced)
+                        if kept:
+                            terms.append((weight, ir.PoolLoss(kept) if len(kept) > 1 else ir.ConditionLoss(kept[0])))
+                    elif atom.condition not in self.enforced:
+                        terms.append((weight, atom))
+                if terms:
+                    kept = ir.WeightedSum(tuple(terms))
+                    tasks.append(kept)
+                    labels.append(label if kept == task else str(kept))
+            if not tasks:
+                where = next((st.span for st in by_kind.get("grouping", []) if st.name.name == name),
+                             by_kind["enforce"][0].span)
+                self.diag.error(where, f"every task of the grouping '{name}' is enforced: nothing is left to train")
+                continue
+            self.groupings[name] = ir.Grouping(name, tuple(tasks), tuple(labels))
+
     def _usage_warnings(self, by_kind):
         used: set[str] = set()
         for loss in self.losses.values():
@@ -737,7 +770,7 @@ class Lowering:
         if by_kind.get("loss") or by_kind.get("grouping"):
             for st in self.tree.statements:
                 if isinstance(st, (A.Equation, A.Initial, A.Boundary, A.Periodic, A.Data)):
-                    if st.name.name in self.conditions and st.name.name not in used:
+                    if st.name.name in self.conditions and st.name.name not in used | self.enforced:
                         self.diag.warning(st.name.span, f"the condition '{st.name.name}' is used by no loss or grouping; "
                                           "it will not be trained")
         if by_kind.get("grouping"):

@@ -311,6 +311,9 @@ class ToAst(Transformer):
     weights_stmt = _setting("weights")
     del _setting
 
+    def enforce_stmt(self, meta, c):
+        return A.Enforce(tuple(_ident(n) for n in c), _span(meta))
+
     def causal_stmt(self, meta, c):
         return A.Causal(c[0], _span(meta))
 

@@ -177,6 +177,9 @@ def format_ir(problem: ir.Problem) -> str:
         out.append(f"  weights {t.weights}")
     for causal in problem.causal:
         out.append(f"  {causal}")
+    if problem.enforced:
+        out.append(f"  enforce {', '.join(problem.enforced)} (by construction; not in any task)")
+        out.extend(f"    {item}" for item in problem.hard_constraints + problem.periodic_embeddings)
     for i, stage in enumerate(t.stages):
         out.append(f"  stage {i + 1}: {stage}")
     if t.settings:
