@@ -38,6 +38,8 @@ TABLE_FILES = {
     "obs.csv": "x,t,u\n0,0,1\n",  # observations for the data rows
 }
 TABLE = 'let a = table("k.csv")\n'
+#: seven lines: heat with an initial condition and walls (compatible data: -sin(pi x) vanishes at x = -1, 1)
+HEAT_WALLS = HEAD + PDE + "initial ic: u = -sin(pi*x)\nboundary walls on x = -1, x = 1: u = 0\n"
 
 CASES = [
     # --- syntax
@@ -208,6 +210,18 @@ CASES = [
     ("weights positional", HEAD + PDE + "weights gradnorm(10)\n", 6, 18, "by keyword"),
     ("weights twice", HEAD + PDE + "weights gradnorm\nweights ntk\n", 7, 1, "weights"),
     ("weights as a name", HEAD + PDE + "let weights = 3\n", 6, 5, "reserved word"),
+    # --- enforce
+    ("enforce unknown condition", HEAT_WALLS + "enforce wals\n", 8, 9, "did you mean 'walls'"),
+    ("enforce an equation", HEAT_WALLS + "enforce pde\n", 8, 9, "it is an equation"),
+    ("enforce a flux", HEAT_WALLS + "boundary flux on x = -1: u_x = 0\nenforce flux\n", 9, 9, "form FIELD = DATA"),
+    ("enforce twice", HEAT_WALLS + "enforce ic, ic\n", 8, 13, "enforced twice"),
+    ("enforce incompatible", HEAT_WALLS.replace("u = -sin(pi*x)", "u = 1") + "enforce ic, walls\n", 8, 1,
+     "disagree where the faces meet"),
+    ("enforce nothing left", HEAT_WALLS + "grouping g = [pool(ic, walls)]\nenforce ic, walls\n", 8, 1,
+     "nothing is left to train"),
+    ("enforce periodic reading x", HEAT_WALLS + "periodic pbc on x: x*u\nenforce pbc\n", 9, 9, "reads x itself"),
+    ("enforce periodic with a non-periodic extension", HEAT_WALLS.replace("u = -sin(pi*x)", "u = x")
+     + "periodic pbc on x: u\nenforce ic, pbc\n", 9, 1, "not periodic"),
     # --- causal
     ("causal unknown condition", HEAD + PDE + "causal pdf\n", 6, 8, "did you mean 'pde'"),
     ("causal not an equation", HEAD + PDE + "initial ic: u = 0\ncausal ic\n", 7, 8, "applies to equations"),

@@ -1,0 +1,132 @@
+"""`enforce`: the output transform reproduces the enforced data exactly for any network; the residuals the
+rewritten problem computes from the bare network (SymPy's chain rule, both derivative engines) equal nested
+autograd through the constrained model on the conditions as written; periodic embeddings make the periodic
+condition vanish; the enforced conditions leave the tasks."""
+
+import math
+
+import pytest
+import torch
+
+from pinnspec.compiler import CompiledProblem
+from pinnspec.compiler._verify import verify
+from pinnspec.engine import Trainer
+from pinnspec.engine._trainer import build_model
+from pinnspec.lang import loads
+
+HEAT = """problem heat
+space x in [0, 1]
+time  t in [0, 1]
+field u
+equation pde: u_t - 0.1*u_xx = 0
+initial  ic: u = sin(pi*x) + x
+boundary left on x = 0: u = t^2
+boundary right on x = 1: u = 1 + exp(t) - 1
+grouping two = [pde, pool(left, right, ic)]
+points pde 64, left 16, right 16, ic 16
+exact u = sin(pi*x)*exp(-0.1*pi^2*t) + x + (1 - x)*t^2 + x*(exp(t) - 1)
+model mlp(width = 8, depth = 2)
+enforce {enforced}
+train epochs = 5, grouping = two, seed = 0, dtype = float64{more}
+"""
+
+#: a steady 2-D problem with Dirichlet data on all four faces (compatible at the corners): a Coons patch
+PLATE = """problem plate
+space x in [0, 1], y in [0, 2]
+field u
+equation pde: u_xx + u_yy = 0
+boundary walls on boundary: u = x^2 - y^2 + x*y
+points pde 64, walls 64
+exact u = x^2 - y^2 + x*y
+model mlp(width = 8, depth = 2)
+enforce walls
+train epochs = 3, seed = 0, dtype = float64
+"""
+
+
+def _trainer(text: str) -> Trainer:
+    return Trainer(loads(text))
+
+
+@pytest.mark.parametrize("enforced", ["ic", "left, right", "ic, left, right"])
+def test_the_constrained_output_satisfies_the_enforced_conditions_for_any_network(enforced):
+    spec = loads(HEAT.format(enforced=enforced, more=""))
+    written = CompiledProblem(spec, enforce=False)  # the conditions as written
+    model = build_model(spec, written, device=torch.device("cpu"), dtype=torch.float64)
+    with torch.no_grad():  # an arbitrary network: large random weights
+        for p in model.parameters():
+            p.normal_(0.0, 2.0, generator=torch.Generator().manual_seed(1))
+    points = written.sample(0, 0, dtype=torch.float64)
+    residuals = written.residuals(model, points, engine="autograd")
+    for name in spec.ir.enforced:
+        assert residuals[name].abs().max() <= 1e-12, name
+    assert residuals["pde"].abs().max() > 1e-3  # the network itself is not the solution
+
+
+@pytest.mark.parametrize("engine", ["autograd", "forward"])
+@pytest.mark.parametrize("text", [HEAT.format(enforced="ic, left, right", more=""), PLATE], ids=["heat", "plate"])
+def test_rewritten_residuals_equal_autograd_through_the_constrained_model(text, engine):
+    spec = loads(text)
+    rewritten, written = CompiledProblem(spec), CompiledProblem(spec, enforce=False)
+    model = build_model(spec, rewritten, device=torch.device("cpu"), dtype=torch.float64)
+    points = rewritten.sample(0, 0, dtype=torch.float64)
+    a = rewritten.residuals(model, points, engine=engine)  # the bare network through the rewritten kernels
+    b = written.residuals(model, points, engine="autograd")  # nested autograd through A + D * N
+    for name in a:
+        assert torch.allclose(a[name], b[name], rtol=1e-10, atol=1e-12), name
+
+
+def test_verify_checks_the_transform_reproduces_the_data():
+    spec = loads(PLATE)
+    checks = {c.name: c for c in verify(CompiledProblem(spec))}
+    assert checks["walls (enforced)"].passed and checks["walls (enforced)"].rtol == 1e-10
+    assert checks["pde"].passed and checks["walls"].passed  # the exact solution, on the conditions as written
+
+
+def test_enforced_conditions_leave_the_tasks_and_their_logged_loss_vanishes(capsys):
+    trainer = _trainer(HEAT.format(enforced="ic, left, right", more=""))
+    assert trainer.grouping.labels == ("pde",)
+    trainer.run()
+    assert "enforce: ic, left, right hold by construction" in capsys.readouterr().err
+    last = trainer.history[-1]
+    assert all(last[f"loss:{c}"] < 1e-25 for c in ("ic", "left", "right"))
+    partial = _trainer(HEAT.format(enforced="left", more=""))
+    assert partial.grouping.labels == ("pde", "pool(right, ic)")
+
+
+PERIODIC = """problem wave
+space x in [-1, 1]
+time  t in [0, 1]
+field u
+equation pde: u_t + u_x = 0
+initial  ic: u = sin(pi*x)
+periodic pbc on x: u, u_x, u_xx
+points pde 64, ic 16, pbc 16
+exact u = sin(pi*(x - t))
+model {model}
+enforce {enforced}
+train epochs = 3, seed = 0, dtype = float64
+"""
+
+
+@pytest.mark.parametrize("model", ["mlp(width = 8, depth = 2)", "modified_mlp(width = 8, depth = 2, fourier = 1)"])
+def test_a_periodic_embedding_makes_the_periodic_condition_vanish(model):
+    trainer = _trainer(PERIODIC.format(model=model, enforced="pbc, ic"))
+    points = trainer.problem.sample(0, 0, dtype=torch.float64)
+    residuals = trainer.problem.residuals(trainer.model, points)
+    assert residuals["pbc"].abs().max() < 1e-10 and residuals["ic"].abs().max() < 1e-12
+    assert trainer.grouping.labels == ("pde",)
+    assert sum(p.numel() for p in trainer.model.parameters()) == sum(
+        p.numel() for p in trainer.model.net.inner.parameters())
+    assert trainer.run().status == "completed"
+    exact = verify(CompiledProblem(trainer.spec))
+    assert all(c.passed for c in exact)
+
+
+def test_the_forward_and_autograd_engines_agree_on_a_constrained_network():
+    spec = loads(HEAT.format(enforced="ic, left, right", more=", engine = forward"))
+    trainer = Trainer(spec)
+    points = trainer._points_for(0)
+    forward = trainer.problem.losses(trainer.model, points, engine="forward")
+    autograd = trainer.problem.losses(trainer.model, points, engine="autograd")
+    assert math.isclose(float(forward.tasks.sum().detach()), float(autograd.tasks.sum().detach()), rel_tol=1e-10)
