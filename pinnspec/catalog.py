@@ -133,6 +133,8 @@ WEIGHTS: dict[str, dict[str, Any]] = {
     "none": {},
     "gradnorm": {"every": 100, "alpha": 0.9},
     "ntk": {"every": 100, "alpha": 0.9, "points": 256},
+    # per-point weights (residual-based attention); needs fixed points (`resample never`); eta > 0, 0 < gamma < 1
+    "rba": {"eta": 1e-3, "gamma": 0.999},
 }
 
 #: `stage NAME(args) KEY = VALUE, ...`: a stage runs one of the optimizers above (first-order: the update chain

@@ -93,6 +93,9 @@ class StepContext:
     condition_names: list[str]
     chain_label: str  # the spec's stages, for notices
     distributed: bool = False
+    #: per-point loss multipliers ``(condition, squares [N]) -> [N]`` for the next step (`weights rba`: set by
+    #: the trainer before each step), or None
+    point_weights: Callable | None = None
 
     def logged(self, losses: Losses) -> torch.Tensor:
         """[m + C]: the task losses, then every condition's loss in the spec's order (detached)."""
@@ -161,7 +164,10 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
         return ExecutionPlan((eager,), (("compiled", "compile = off (the default)"),), header=header,
                              hessian_steps=hessian)
     why_not = None
-    if engine == "autograd":
+    if chain.weights.pointwise:
+        why_not = (f"compile = {compile_setting}: weights {t.weights.name} updates its per-point weights from each "
+                   "step's residuals inside the losses; training eagerly")
+    elif engine == "autograd":
         why_not = (f"compile = {compile_setting} needs the forward engine (engine = auto or forward); "
                    "training eagerly with autograd")
     elif not supports(problem.network(model)):
@@ -213,7 +219,8 @@ class EagerStep:
 
     def __call__(self, theta, points, state, queued, *, hessian_due: bool = False) -> StepOut:
         ctx = self.ctx
-        losses = ctx.problem.losses(ctx.model, points, ctx.params, ctx.grouping, engine=self.engine)
+        losses = ctx.problem.losses(ctx.model, points, ctx.params, ctx.grouping, engine=self.engine,
+                                    point_weights=ctx.point_weights)
         G = loss_gradients(losses.task_list, ctx.theta, retain_graph=hessian_due)  # [m, p]
         queued()
         hessian = None

@@ -208,6 +208,10 @@ class Trainer:
         self.lbfgs_failures = 0  # consecutive line searches without a decrease
         self.lbfgs_stopped: str | None = None  # why the stage stopped moving (converged or stalled), if it did
         self._fixed_points = None  # a second-order stage's points
+        #: `weights rba`: condition -> lambda [N] per point (empty before the first step), else None; the step
+        #: computes the new lambda into `_attention_next`, kept once the step succeeded
+        self.attention: dict[str, torch.Tensor] | None = {} if t.weights.name == "rba" else None
+        self._attention_next: dict[str, torch.Tensor] = {}
         self._build_chain(0)
         m = self.grouping.m
         self.state: ChainState = self.chain.init(self._theta_flat(), [tuple(t_.shape) for t_ in self.theta], m)
@@ -244,7 +248,8 @@ class Trainer:
                         + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"]
                         + ([f"weight{i}" for i in range(m)] if self.state.weights is not None else [])
                         + (["stage", "evaluations"] if t.stages else [])
-                        + [f"causal:{c.condition}" for c in p.causal])
+                        + [f"causal:{c.condition}" for c in p.causal]
+                        + ([f"attention:{c}" for c in self.condition_names] if self.attention is not None else []))
         if self.stages[0].second_order:
             self._setup_stage(0)
             self._initial_stage_state(0)
@@ -268,7 +273,7 @@ class Trainer:
                                    num_losses=self.grouping.m, device=self.device, distributed=self.distributed)
         context = StepContext(self.problem, self.model, self.params, self.theta, self.chain, self.grouping.name,
                               self.chain_generator, self.condition_names, f"{t.surgery}, {optimizer}, {t.align}",
-                              self.distributed)
+                              self.distributed, point_weights=self._attend if self.chain.weights.pointwise else None)
         self.execution = Execution(self.plan, context, notice=self._notice)
         if not self.stages[k].second_order:
             for note in self.plan.notes:
@@ -412,6 +417,8 @@ class Trainer:
         values = _fetch(out, self.grouping.m)
         if not values.finite:
             raise TrainingDiverged(self._divergence_message(epoch, out.losses, out.G, out.chain.p))
+        if self.attention is not None:
+            self.attention, self._attention_next = self._attention_next, {}
         self._check_blow_up(epoch, values.loss, values.tasks)
         # measured at the parameters this step started from, on its points
         magnitudes = self._weight_magnitudes(points, out, epoch) if self.chain.weights.due(epoch) else None
@@ -420,6 +427,16 @@ class Trainer:
         if magnitudes is not None:
             self.state = self.chain.reweighted(self.state, magnitudes)
         return self._row(epoch, lr, values, diagnosed=lr > 0)  # the zero-rate warmup step is not diagnosed
+
+    def _attend(self, condition: str, squares: torch.Tensor) -> torch.Tensor:
+        """`weights rba`: the multipliers lambda_new^2 [N] of a condition's squared residuals [N] in this step,
+        lambda_new = gamma lambda + eta |r| / max |r| from its last lambda (0 at the first step)."""
+        previous = self.attention.get(condition)
+        if previous is None or previous.shape != squares.shape:
+            previous = torch.zeros_like(squares)  # [N]
+        new = self.chain.weights.updated(previous, squares.sqrt())  # [N]
+        self._attention_next[condition] = new
+        return new.square()
 
     def _second_order_step(self, epoch: int) -> dict:
         """One iteration of the stage's method (a direction and its line search) on the summed objective;
@@ -586,6 +603,8 @@ class Trainer:
         """Validation rel-L2 after epoch ``epoch + 1``; the best so far is the checkpoint the run reports.
         Without a reference the checkpoint is chosen on the training loss instead: the summed task losses
         of the model now, on this epoch's points."""
+        if self.attention:  # the mean per-point weight of each condition
+            row.update({f"attention:{name}": float(w.mean()) for name, w in self.attention.items()})
         if self.problem.causal:  # the last chunk's weight (the smallest): 1 once the residual is small everywhere
             weights = self.problem.causal_weights(self.model, self._points_for(epoch), self.params,
                                                   engine=self.plan.engine)
@@ -781,6 +800,7 @@ class Trainer:
             "source_dir": self.spec.ir.source_dir,  # relative data/reference paths of config.pinn resolve here
             "epoch": self.epoch,
             "stage": self.stage_index,
+            **({"attention": dict(self.attention)} if self.attention is not None else {}),
             **({"lbfgs": {**self.lbfgs.state_dict(self.lbfgs_state), "failures": self.lbfgs_failures,
                           "stopped": self.lbfgs_stopped or ""}} if self.lbfgs is not None else {}),
             "model": self.model.state_dict(),
@@ -816,6 +836,8 @@ class Trainer:
         self.validations = list(state["validations"])
         self.elapsed = state["elapsed"]
         self.lowest_loss = state.get("lowest_loss")  # absent in checkpoints written before the blow-up check
+        if self.attention is not None:
+            self.attention = _to_device(dict(state["attention"]), self.device)
         if self.lbfgs is not None:
             self.objective.weights = self.state.weights
             saved = _to_device(state["lbfgs"], self.device)

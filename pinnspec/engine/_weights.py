@@ -33,7 +33,8 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
-__all__ = ["Weighting", "NoWeights", "GradNorm", "NTKWeights", "WEIGHTINGS", "make_weighting", "balanced_target"]
+__all__ = ["Weighting", "NoWeights", "GradNorm", "NTKWeights", "ResidualAttention", "WEIGHTINGS", "make_weighting",
+           "balanced_target"]
 
 
 def balanced_target(magnitudes: Tensor, weights: Tensor) -> Tensor:
@@ -50,6 +51,7 @@ class Weighting:
 
     name: ClassVar[str] = ""
     measures: ClassVar[str | None] = None
+    pointwise: ClassVar[bool] = False  # weights points of the conditions (rba), not the tasks
 
     def init(self, num_losses: int, *, dtype: torch.dtype, device: torch.device | str | None) -> Tensor | None:
         """The initial weights: ones [m] (None: the chain does not weight)."""
@@ -119,7 +121,45 @@ class NTKWeights(Weighting):
             raise ValueError(f"ntk: points must be a whole number of at least 1, got {self.points!r}")
 
 
-WEIGHTINGS: dict[str, type[Weighting]] = {"none": NoWeights, "gradnorm": GradNorm, "ntk": NTKWeights}
+@dataclass(frozen=True)
+class ResidualAttention(Weighting):
+    """Residual-based attention, RBA (Anagnostopoulos, Toscano, Stergiopulos & Karniadakis 2024, "Residual-based
+    attention in physics-informed neural networks", CMAME 421, 116805): one weight per collocation point of every
+    condition, lambda_j = 0 at the start, and at every step, from the residuals r at the step's parameters,
+
+        lambda_j <- gamma lambda_j + eta |r_j| / max_k |r_k|           (over the condition's points)
+
+    the condition's loss then mean_j (lambda_j r_j)^2 (|r_j|^2: the sum over its components), no gradient
+    through lambda.  It weights points, not tasks: the chain's task weights stay unset (``init`` None) and the
+    trainer keeps lambda (`Trainer._attend`).  The defaults (eta, gamma) = (1e-3, 0.999) bound lambda by
+    eta / (1 - gamma) = 1, PINA's RBAPINN defaults."""
+
+    name: ClassVar[str] = "rba"
+    pointwise: ClassVar[bool] = True
+    eta: float = 1e-3
+    gamma: float = 0.999
+
+    def __post_init__(self):
+        if not self.eta > 0:
+            raise ValueError(f"rba: eta must be above 0, got {self.eta!r}")
+        if not 0.0 < self.gamma < 1.0:
+            raise ValueError(f"rba: gamma must be in (0, 1), got {self.gamma!r}")
+
+    def init(self, num_losses, *, dtype, device):
+        return None
+
+    def due(self, epoch):
+        return False
+
+    def updated(self, weights: Tensor, magnitudes: Tensor) -> Tensor:
+        """lambda [N], |r| [N] -> the new lambda [N] (detached; a condition whose residual is 0 only decays)."""
+        top = magnitudes.max()
+        scaled = magnitudes / torch.where(top > 0, top, torch.ones_like(top))  # [N]
+        return (self.gamma * weights + self.eta * scaled).detach()
+
+
+WEIGHTINGS: dict[str, type[Weighting]] = {"none": NoWeights, "gradnorm": GradNorm, "ntk": NTKWeights,
+                                          "rba": ResidualAttention}
 
 
 def make_weighting(name: str, **options) -> Weighting:

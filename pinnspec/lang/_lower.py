@@ -122,6 +122,9 @@ class Lowering:
         validation = self._validation(by_kind)
         training = self._training(by_kind)
         causal = self._causal(by_kind)
+        if training.weights.name == "rba" and sampling.resample_every is not None:
+            self.diag.error(by_kind["weights"][0].span, "weights rba keeps one weight per point: it needs fixed "
+                            "points; add 'resample never'")
         default_grouping = self._default_grouping(training)
         self._usage_warnings(by_kind)
         self._drop_enforced(by_kind)
@@ -926,6 +929,12 @@ class Lowering:
                 ok = False
             elif key == "alpha" and not 0 <= value < 1:
                 self.diag.error(where, f"{spec.name}(alpha = ...) must be at least 0 and less than 1, got {value:g}")
+                ok = False
+            elif key == "eta" and not value > 0:
+                self.diag.error(where, f"{spec.name}(eta = ...) must be above 0, got {value:g}")
+                ok = False
+            elif key == "gamma" and not 0 < value < 1:
+                self.diag.error(where, f"{spec.name}(gamma = ...) must be above 0 and below 1, got {value:g}")
                 ok = False
         if not ok:
             return None

@@ -210,6 +210,9 @@ CASES = [
     ("weights positional", HEAD + PDE + "weights gradnorm(10)\n", 6, 18, "by keyword"),
     ("weights twice", HEAD + PDE + "weights gradnorm\nweights ntk\n", 7, 1, "weights"),
     ("weights as a name", HEAD + PDE + "let weights = 3\n", 6, 5, "reserved word"),
+    ("rba without fixed points", HEAD + PDE + "weights rba\n", 6, 1, "add 'resample never'"),
+    ("rba eta zero", HEAD + PDE + "resample never\nweights rba(eta = 0)\n", 7, 19, "above 0"),
+    ("rba gamma one", HEAD + PDE + "resample never\nweights rba(gamma = 1)\n", 7, 21, "below 1"),
     # --- enforce
     ("enforce unknown condition", HEAT_WALLS + "enforce wals\n", 8, 9, "did you mean 'walls'"),
     ("enforce an equation", HEAT_WALLS + "enforce pde\n", 8, 9, "it is an equation"),
