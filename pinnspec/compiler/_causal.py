@@ -43,7 +43,8 @@ class CausalChunks:
         losses = chunk_losses.detach()  # [M]
         return torch.exp(-self.eps * (torch.cumsum(losses, 0) - losses))
 
-    def loss(self, squares: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """The causal loss (a scalar) of per-point squares [N] at points x [N, d]."""
+    def loss(self, squares: torch.Tensor, x: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+        """The causal loss (a scalar) of per-point squares [N] at points x [N, d]; ``weights`` [M]: fixed
+        chunk weights instead of the ones of these squares (an lbfgs stage's frozen objective)."""
         losses = self.chunk_losses(squares, x)  # [M]
-        return (self.weights(losses) * losses).mean()
+        return ((self.weights(losses) if weights is None else weights) * losses).mean()

@@ -432,19 +432,20 @@ class CompiledProblem:
         """[N, C] -> [N]: the per-point sum of squared components."""
         return residuals.square().sum(dim=1)
 
-    def condition_sum(self, condition: str, residuals: torch.Tensor, x: torch.Tensor, point_weights=None
-                      ) -> torch.Tensor:
+    def condition_sum(self, condition: str, residuals: torch.Tensor, x: torch.Tensor, point_weights=None,
+                      causal_weights: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
         """The sum of squared residuals [N, C] of ``condition`` at its points x [N, d], the numerator of its
         mean; for a causally weighted condition, N times its causal loss (`CausalChunks`), so that dividing
         by the count gives that loss.  ``point_weights(condition, squares [N]) -> multipliers [N]`` (detached)
-        scales each point's square first (residual-based attention: the trainer's `_attend`)."""
+        scales each point's square first (residual-based attention: the trainer's `_attend`);
+        ``causal_weights``: condition -> fixed chunk weights [M] in place of those of the residuals now."""
         squares = self.point_squares(residuals)  # [N]
         if point_weights is not None:
             squares = squares * point_weights(condition, squares.detach())
         causal = self.causal.get(condition)
         if causal is None:
             return squares.sum()
-        return causal.loss(squares, x) * squares.shape[0]
+        return causal.loss(squares, x, (causal_weights or {}).get(condition)) * squares.shape[0]
 
     def causal_weights(self, model, points: Points, params: dict[str, torch.Tensor] | None = None, *,
                        engine: str | None = None) -> dict[str, torch.Tensor]:
@@ -462,12 +463,13 @@ class CompiledProblem:
         return out
 
     def losses(self, model, points: Points, params: dict[str, torch.Tensor] | None = None,
-               grouping: str | None = None, *, engine: str | None = None, point_weights=None) -> Losses:
+               grouping: str | None = None, *, engine: str | None = None, point_weights=None,
+               causal_weights: dict[str, torch.Tensor] | None = None) -> Losses:
         """The m task losses (and every condition's) of ``grouping`` on ``points``, eagerly (``engine``: the
-        derivative engine, default the spec's; ``point_weights``: see `condition_sum`)."""
+        derivative engine, default the spec's; ``point_weights``, ``causal_weights``: see `condition_sum`)."""
         residuals = self.residuals(model, points, params, engine=engine)
         sums = {name: self.condition_sum(name, r, points.sets[self.condition_kernels[name].set_index].x,
-                                         point_weights)
+                                         point_weights, causal_weights)
                 for name, r in residuals.items()}
         return self.losses_from_sums(sums, self.counts(points), grouping)
 

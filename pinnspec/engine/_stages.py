@@ -5,7 +5,9 @@ second-order stage minimises ONE objective instead,
 
     f(theta) = sum_i lambda_i L_i(theta)        L_i the task losses of the spec's grouping on fixed points,
                                                 lambda [m] the task weights when the stage began (1 without
-                                                a `weights` statement), frozen for the whole stage
+                                                a `weights` statement), frozen for the whole stage; a causal
+                                                condition's chunk weights are frozen likewise, and `weights
+                                                rba`'s per-point weights are not applied
 
 by L-BFGS with a line search (`pinnspec.optim.LBFGS`).  Why the sum and not a surgery-combined direction:
 L-BFGS builds its curvature pairs from differences of the gradient of one function and accepts a step by
@@ -31,13 +33,16 @@ class _LossesUnit(torch.nn.Module):
     """The model as the one submodule of a module whose call is the problem's losses: what
     `torch.func.functional_call` runs with the parameters of a trial point."""
 
-    def __init__(self, problem: CompiledProblem, model: torch.nn.Module, grouping: str | None, engine: str | None):
+    def __init__(self, problem: CompiledProblem, model: torch.nn.Module, grouping: str | None, engine: str | None,
+                 causal_weights: dict[str, torch.Tensor]):
         super().__init__()
         self.model = model
         self.problem, self.grouping, self.engine = problem, grouping, engine
+        self.causal_weights = causal_weights
 
     def forward(self, points: Points, params: dict[str, torch.Tensor]):
-        return self.problem.losses(self.model, points, params, self.grouping, engine=self.engine)
+        return self.problem.losses(self.model, points, params, self.grouping, engine=self.engine,
+                                   causal_weights=self.causal_weights)
 
 
 class SummedObjective:
@@ -49,7 +54,10 @@ class SummedObjective:
     def __init__(self, problem: CompiledProblem, model: torch.nn.Module, params: dict[str, torch.Tensor],
                  points: Points, grouping: str | None, weights: torch.Tensor | None, engine: str | None,
                  condition_names: list[str], keep: int = 64):
-        self.unit = _LossesUnit(problem, model, grouping, engine)
+        # the causal chunk weights of the stage's first parameters, frozen like lambda: with weights that follow
+        # the residuals (and carry no gradient) f would not be the function whose gradient this returns
+        causal = problem.causal_weights(model, points, params, engine=engine) if problem.causal else {}
+        self.unit = _LossesUnit(problem, model, grouping, engine, causal)
         self.points = points
         self.names = ["model." + name for name, _ in model.named_parameters()]
         self.param_names = list(params)

@@ -102,8 +102,11 @@ def test_resume_inside_a_stage_is_bit_identical(tmp_path, stop_at):
     assert _history(tmp_path / "straight") == _history(tmp_path / "first")
 
 
-def test_an_lbfgs_stage_minimises_the_weighted_sum_at_the_weights_of_the_switch(tmp_path):
-    trainer = Trainer(_spec("weights gradnorm(every = 10)"), None)
+@pytest.mark.parametrize("more", ["", "causal pde(eps = 5, chunks = 4)"], ids=["plain", "causal"])
+def test_an_lbfgs_stage_minimises_the_weighted_sum_at_the_weights_of_the_switch(tmp_path, more):
+    """f is a fixed function whose gradient the objective returns: frozen task weights and, for a causal
+    condition, frozen chunk weights (weights that followed the residuals would break the line search)."""
+    trainer = Trainer(_spec("weights gradnorm(every = 10)\n" + more), None)
     trainer.run()
     lam = trainer.objective.weights
     assert lam is not None and not torch.allclose(lam, torch.ones_like(lam))
