@@ -45,9 +45,14 @@ class EnforceLowering:
         faces: dict[str, dict[str, dict[str, tuple[sympy.Expr, str]]]] = {}
         embeddings: dict[str, ir.PeriodicEmbedding] = {}
         seen: set[str] = set()
+        if [[n.name for n in st.names] for st in statements] == [["none"]]:  # `enforce none`: nothing
+            return (), ()
         for st in statements:
             for ident in st.names:
                 name = ident.name
+                if name == "none":
+                    self.diag.error(ident.span, "'enforce none' enforces nothing: it stands alone")
+                    continue
                 if not low._is_condition(ident, "enforce") or name not in low.conditions:
                     continue
                 if name in seen:

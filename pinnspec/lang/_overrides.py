@@ -22,8 +22,8 @@ from . import _ast as A
 from ._diagnostics import Diagnostic, SpecError
 
 #: keys that replace a whole statement; the value is the statement's text after the keyword
-STATEMENT_KEYS = ("model", "optimizer", "schedule", "surgery", "align", "weights", "stage", "causal", "sampler",
-                  "resample", "test", "validate")
+STATEMENT_KEYS = ("model", "optimizer", "schedule", "surgery", "align", "weights", "stage", "causal", "enforce",
+                  "sampler", "resample", "test", "validate")
 #: keys whose statement may repeat: the value lists them separated by ';' and replaces every one
 REPEATED_KEYS = ("stage", "causal")
 HEADER = "# --- command-line overrides ---"

@@ -130,3 +130,12 @@ def test_the_forward_and_autograd_engines_agree_on_a_constrained_network():
     forward = trainer.problem.losses(trainer.model, points, engine="forward")
     autograd = trainer.problem.losses(trainer.model, points, engine="autograd")
     assert math.isclose(float(forward.tasks.sum().detach()), float(autograd.tasks.sum().detach()), rel_tol=1e-10)
+
+
+def test_enforce_none_and_the_override():
+    from pinnspec.lang._overrides import apply_overrides
+
+    spec = loads(HEAT.format(enforced="ic, left, right", more=""))
+    off = apply_overrides(spec, {"enforce": "none"})
+    assert off.ir.hard_constraints == () and off.ir.grouping("two").labels == ("pde", "pool(left, right, ic)")
+    assert apply_overrides(spec, {"enforce": "left"}).ir.enforced == ("left",)

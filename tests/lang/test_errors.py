@@ -225,6 +225,7 @@ CASES = [
     ("enforce periodic reading x", HEAT_WALLS + "periodic pbc on x: x*u\nenforce pbc\n", 9, 9, "reads x itself"),
     ("enforce periodic with a non-periodic extension", HEAT_WALLS.replace("u = -sin(pi*x)", "u = x")
      + "periodic pbc on x: u\nenforce ic, pbc\n", 9, 1, "not periodic"),
+    ("enforce none with others", HEAT_WALLS + "enforce none, ic\n", 8, 9, "stands alone"),
     # --- causal
     ("causal unknown condition", HEAD + PDE + "causal pdf\n", 6, 8, "did you mean 'pde'"),
     ("causal not an equation", HEAD + PDE + "initial ic: u = 0\ncausal ic\n", 7, 8, "applies to equations"),
