@@ -75,7 +75,7 @@ class Result:
     train_time_s: float
     peak_memory_mb: float  # since training started in this process: CUDA max allocated, or the CPU RSS high-water mark
     device: str
-    dtype: str
+    dtype: str  # the network's type; with stages their types in order ("float32 then float64")
     params: dict[str, float]
     model: str
     tasks: list[str]
@@ -691,6 +691,9 @@ class Trainer:
 
     def _postfix(self, row: dict) -> str:
         parts = [f"loss {row['loss']:.3e}"]
+        if self.spec.ir.training.stages:
+            stage = self.stages[self.stage_index]
+            parts.insert(0, f"stage {self.stage_index + 1}/{len(self.stages)} {stage.optimizer.name}")
         if self.validations:
             parts.append(f"val {self.validations[-1][1]:.3e}")
         n = max(self.counters.counted, 1)
@@ -743,7 +746,8 @@ class Trainer:
             validation=self._selection(), rates=rates,
             projected_fraction=(self.counters.projected / n if n and self.aligned else None),
             train_time_s=self.elapsed, peak_memory_mb=peak, device=str(self.device),
-            dtype=str(self.dtype).replace("torch.", ""),
+            dtype=" then ".join(dict.fromkeys(s.dtype for s in self.stages)) if t.stages else (
+                str(self.dtype).replace("torch.", "")),
             params={k: float(v.detach()) for k, v in self.params.items()}, model=str(t.model),
             tasks=list(self.grouping.labels), message=self.message, reports=self._reports(),
             allocator=self.allocator, run_dir=self.out)

@@ -66,13 +66,21 @@ def conflicts_figure(run):
         no_data(ax, "no diagnosed epochs yet (zero-rate warmup steps are not diagnosed)", shared_x=True)
 
     lr = h.get("lr")
+    evaluations = h.get("evaluations")  # set on the rows of a second-order stage, whose lr is the step length
+    second = np.isfinite(evaluations) if evaluations is not None else np.zeros(len(epoch), dtype=bool)
     if lr is not None and np.isfinite(lr).any():
-        mask = np.isfinite(lr)
+        mask = np.isfinite(lr) & ~second
         style = {"marker": "o", "ms": 3} if mask.sum() < 40 else {}
         ax_lr.plot(epoch[mask], lr[mask], color="tab:purple", lw=1.4, drawstyle="steps-post", **style)
         ax_lr.set_ylabel("learning rate")
         ax_lr.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
         ax_lr.grid(True, alpha=0.3)
+        steps = np.isfinite(lr) & second
+        if steps.any():  # an lbfgs stage: its accepted step lengths, on their own axis
+            ax_step = ax_lr.twinx()
+            ax_step.plot(epoch[steps], lr[steps], ".", ms=2, color="tab:green", label="L-BFGS step length")
+            ax_step.set_ylabel("L-BFGS step length", color="tab:green")
+            ax_step.legend(loc="upper right", fontsize=8, frameon=False)
     else:
         no_data(ax_lr, "no learning rate in history.csv", shared_x=True)
     ax_lr.set_xlabel("epoch")

@@ -50,7 +50,7 @@ def _history(run_dir) -> list[dict]:
 def test_two_stages_switch_dtype_and_the_lbfgs_stage_descends(tmp_path, capsys):
     trainer = Trainer(_spec(), str(tmp_path / "run"))
     result = trainer.run()
-    assert result.status == "completed" and result.epochs_done == 42 and result.dtype == "float64"
+    assert result.status == "completed" and result.epochs_done == 42 and result.dtype == "float32 then float64"
     assert all(p.dtype == torch.float64 for p in trainer.model.parameters())
     assert "stage 2/2: lbfgs" in capsys.readouterr().err
     history = _history(tmp_path / "run")
@@ -166,3 +166,16 @@ def test_the_losses_plot_marks_the_stage_switch(tmp_path):
     switches = [line for line in top.get_lines() if line.get_label() == "stage switch"]
     assert [line.get_xdata()[0] for line in switches] == [30]
     assert " stage 2" in [t.get_text() for t in top.texts]
+
+
+def test_the_conflicts_plot_shows_lbfgs_step_lengths_on_their_own_axis(tmp_path):
+    from pinnspec.plots._conflicts import conflicts_figure
+    from pinnspec.plots._run import load_run
+
+    Trainer(_spec(), str(tmp_path / "run")).run()
+    fig = conflicts_figure(load_run(tmp_path / "run"))
+    lr_axis = next(a for a in fig.axes if a.get_ylabel() == "learning rate")
+    (line,) = lr_axis.get_lines()
+    assert max(line.get_xdata()) == 30 and max(line.get_ydata()) == pytest.approx(5e-3)  # the Adam stage only
+    step_axis = next(a for a in fig.axes if a.get_ylabel() == "L-BFGS step length")
+    assert min(step_axis.get_lines()[0].get_xdata()) == 31
