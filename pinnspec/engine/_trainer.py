@@ -241,8 +241,10 @@ class Trainer:
         if p.enforced:
             how = [f"{h.field} = A + D*N ({', '.join(h.conditions)})" for h in p.hard_constraints] + [
                 f"{e.coordinate} embedded periodically ({e.condition})" for e in p.periodic_embeddings]
-            self._notice(f"enforce: {', '.join(p.enforced)} hold by construction ({'; '.join(how)}); they are in "
-                         "no task (their losses are logged)", prefix=False)
+            one = len(p.enforced) == 1
+            self._notice(f"enforce: {', '.join(p.enforced)} hold{'s' if one else ''} by construction "
+                         f"({'; '.join(how)}); {'it is' if one else 'they are'} in no task (the loss is logged)",
+                         prefix=False)
         self.columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(m)]
                         + [f"loss:{c}" for c in self.condition_names]
                         + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"]
