@@ -1,7 +1,8 @@
 """Checks and lowering of ``enforce CONDITION, ...``: conditions that hold by construction.
 
-* A Dirichlet condition on faces of the space box (``boundary walls on x = 0, x = 1: u = g``) and an initial
-  condition (``initial ic: u = g0``) become an output transform of their field,
+* A Dirichlet condition on faces of the space box (``boundary walls on x = 0, x = 1: u = g``) or on parts of a
+  domain's boundary (``boundary rims on hole1, hole2: u = 0``) and an initial condition (``initial ic: u = g0``)
+  become an output transform of their field,
 
       u = A + D * N,        N the network's output for u,
 
@@ -13,8 +14,14 @@
       A_0 = 0,   A_k = A_{k-1} + P_k[g] - P_k[A_{k-1}],    P_k[h] = sum_faces h|_(c_k = face) * L_face(c_k)
 
   (L the linear blend between two faces, 1 for a single face).  A_K equals the data on every enforced face
-  where the data of faces that meet agree at their common edge (corner compatibility); `pinnspec verify` and
-  the trainer check that it reproduces the data to 1e-10.
+  where the data of faces that meet agree at their common edge (corner compatibility).  On a domain, each
+  enforced part other than a face of the space box has a smooth function d_p that vanishes on its face and is
+  positive inside the domain (a plane's normalised distance; (r^2 - |x - c|^2) / (2 r) for a ball, sign by
+  side), and the groups (the box's faces, each part) blend by transfinite interpolation (Sukumar & Srivastava
+  2022, eq. 38 with unit exponents): A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups'
+  distances, D the product of all.  `check` verifies at 64 points of each enforced region that A equals the
+  data and D vanishes (1e-9 relative; parts that touch fail it), and that each d_p is positive at 256 points
+  inside the domain; `pinnspec verify` runs the enforced conditions through the constrained output.
 * A periodic condition (``periodic pbc on x: u, u_x``) becomes an embedding: the network sees x only
   through cos and sin of 2 pi (x - lo) / (hi - lo) (`pinnspec.models.PeriodicEmbedding`), so every field and
   every derivative is periodic in x.  Its components may not read x itself (nor a coefficient table).
@@ -28,7 +35,8 @@ from __future__ import annotations
 import numpy as np
 import sympy
 
-from .. import ir
+from .. import geometry, ir
+from ..sampling._regions import sample_region
 from . import _ast as A
 
 
@@ -41,8 +49,9 @@ class EnforceLowering:
 
     def run(self, statements) -> tuple[tuple[ir.HardConstraint, ...], tuple[ir.PeriodicEmbedding, ...]]:
         low = self.lowering
-        #: field -> coordinate -> side -> (data expression, condition)
+        #: field -> coordinate -> side -> (data expression, condition); field -> domain part -> (data, condition)
         faces: dict[str, dict[str, dict[str, tuple[sympy.Expr, str]]]] = {}
+        parts: dict[str, dict[int, tuple[sympy.Expr, str]]] = {}
         embeddings: dict[str, ir.PeriodicEmbedding] = {}
         seen: set[str] = set()
         if [[n.name for n in st.names] for st in statements] == [["none"]]:  # `enforce none`: nothing
@@ -69,17 +78,35 @@ class EnforceLowering:
                                             f"periodically (by '{embeddings[region.coordinate].condition}')")
                         else:
                             embeddings[region.coordinate] = embedding
-                elif isinstance(region, (ir.InitialSlice, ir.FaceRegion)):
-                    self._dirichlet(ident, condition, faces)
+                elif isinstance(region, (ir.InitialSlice, ir.FaceRegion, ir.DomainInitialSlice, ir.DomainBoundary)):
+                    self._dirichlet(ident, condition, faces, parts)
                 else:
                     self.diag.error(ident.span, self._unsupported(condition))
+        if self.diag.has_errors:
+            return (), tuple(embeddings.values())
         constraints = []
-        for field, by_coordinate in faces.items():
-            constraint = self._constraint(field, by_coordinate)
-            if self._reproduces(constraint, by_coordinate, statements[0].span) and all(
-                    self._periodic_transform(constraint, e, statements[0].span) for e in embeddings.values()):
+        span = statements[0].span if statements else None
+        for field in dict.fromkeys(list(faces) + list(parts)):
+            constraint = self._constraint(field, faces.get(field, {}), parts.get(field, {}), span)
+            if constraint is None:
+                continue
+            probes = self._probes(field, constraint)
+            if self._reproduces(constraint, probes, span) and all(
+                    self._periodic_transform(constraint, e, span) for e in embeddings.values()):
                 constraints.append(constraint)
         return tuple(constraints), tuple(embeddings.values())
+
+    def _probes(self, field: str, h: ir.HardConstraint) -> dict[str, tuple[sympy.Expr, np.ndarray]]:
+        """condition -> (the field's data there, 64 points of its region [64, d])."""
+        low = self.lowering
+        rng = np.random.default_rng(0)
+        out = {}
+        for name in h.conditions:
+            condition = low.conditions[name]
+            value = next(v for f, v in map(self._field_and_data, condition.residuals) if f == field)
+            points = sample_region(condition.region, low.coordinates, 64, "uniform", rng).x  # [64, d]
+            out[name] = (value, points)
+        return out
 
     def _periodic_transform(self, h: ir.HardConstraint, embedding: ir.PeriodicEmbedding, span) -> bool:
         """With a periodic embedding in c, the field A + D * N is periodic only where A and D are: their values
@@ -129,17 +156,32 @@ class EnforceLowering:
         return ir.PeriodicEmbedding(region.coordinate, region.lo, region.hi, condition.name)
 
     # ------------------------------------------------------------------ Dirichlet and initial
-    def _dirichlet(self, ident: A.Ident, condition: ir.Condition, faces) -> None:
+    def _dirichlet(self, ident: A.Ident, condition: ir.Condition, faces, parts) -> None:
+        """Records each field's data on the condition's faces (``faces``: field -> coordinate -> side ->
+        (data, condition)) or, on a domain's boundary, parts (``parts``: field -> part index -> ...)."""
         low = self.lowering
         if condition.face_residuals is not None:
             self.diag.error(ident.span, f"'{condition.name}' cannot be enforced: it reads a normal derivative; "
                             "enforce fixes values (u = g), not fluxes")
             return
         region = condition.region
-        if isinstance(region, ir.InitialSlice):
+        places: list[tuple[str, str, float]] = []  # (coordinate, side, value): faces of the space box, the initial time
+        indices: list[int] = []  # parts of a domain's boundary
+        if isinstance(region, (ir.InitialSlice, ir.DomainInitialSlice)):
             places = [(region.time, "lo", region.value)]
-        else:
+        elif isinstance(region, ir.FaceRegion):
             places = [(f.coordinate, f.side, f.value) for f in region.faces]
+        else:  # ir.DomainBoundary
+            space = [c for c in low.coordinates if not c.is_time]
+            box = geometry.Box(tuple(c.lo for c in space), tuple(c.hi for c in space))
+            for index in region.parts:
+                part = region.domain.shape.boundary_parts()[index]
+                if isinstance(part.primitive, geometry.Box) and part.primitive == box and not part.flipped:
+                    axis, side = divmod(part.face, 2)  # a face of the space box: exact, with its corners
+                    coordinate = space[axis]
+                    places.append((coordinate.name, ("lo", "hi")[side], (coordinate.lo, coordinate.hi)[side]))
+                else:
+                    indices.append(index)
         data = []
         for expr in condition.residuals:
             split = self._field_and_data(expr)
@@ -160,6 +202,13 @@ class EnforceLowering:
                                     f"{at:g} is already enforced by '{by_side[side][1]}'")
                     return
                 by_side[side] = (value.subs(low.coord_symbols[coordinate], at), condition.name)
+            for index in indices:
+                by_part = parts.setdefault(field, {})
+                if index in by_part:
+                    self.diag.error(ident.span, f"'{condition.name}' cannot be enforced: {field} on that part of "
+                                    f"the boundary is already enforced by '{by_part[index][1]}'")
+                    return
+                by_part[index] = (value, condition.name)
 
     def _field_and_data(self, expr: sympy.Expr) -> tuple[str, sympy.Expr] | None:
         """(field, data) when ``expr`` is ``field - data`` (or ``data - field``) with data free of fields."""
@@ -177,73 +226,120 @@ class EnforceLowering:
                 return field, data
         return None
 
-    def _constraint(self, field: str, by_coordinate) -> ir.HardConstraint:
-        """The transform of ``field`` from its enforced faces, coordinates in spec order."""
+    def _constraint(self, field: str, by_coordinate, by_part, span) -> ir.HardConstraint | None:
+        """The transform of ``field``: the space box's enforced faces by the Boolean sum (coordinates in
+        spec order), blended with each enforced part of a domain's boundary (its data, its distance
+        function) by transfinite interpolation, then the initial time by one more Boolean-sum step."""
         low = self.lowering
-        extension: sympy.Expr = sympy.Integer(0)
-        distance: sympy.Expr = sympy.Integer(1)
-        conditions: list[str] = []
-        for coordinate in low.coordinates:
-            sides = by_coordinate.get(coordinate.name)
-            if not sides:
-                continue
-            c = coordinate.symbol
-            a, b = sympy.Float(coordinate.lo), sympy.Float(coordinate.hi)
-            blend = {"lo": (b - c) / (b - a), "hi": (c - a) / (b - a)} if len(sides) == 2 else {s: 1 for s in sides}
-            at = {"lo": a, "hi": b}
-
-            def project(h, sides=sides, c=c, blend=blend, at=at):
-                return sum((h.subs(c, at[side]) * blend[side] for side in sides), sympy.Integer(0))
-
-            data = sum((value * blend[side] for side, (value, _) in sides.items()), sympy.Integer(0))
-            extension = extension + data - project(extension)
-            if len(sides) == 2:
-                distance = distance * 4 * (c - a) * (b - c) / (b - a) ** 2
-            else:
-                distance = distance * ((c - a) if "lo" in sides else (b - c)) / (b - a)
-            conditions.extend(name for _, name in sides.values() if name not in conditions)
+        space = [c for c in low.coordinates if not c.is_time and c.name in by_coordinate]
+        extension, distance = _boolean_sum(space, by_coordinate)
+        groups = [(extension, distance)] if space else []
+        for index, (value, name) in by_part.items():
+            d = self._part_distance(index, name, span)
+            if d is None:
+                return None
+            groups.append((value, d))
+        if len(groups) == 1:
+            extension, distance = groups[0]
+        elif groups:  # A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups' distances
+            others = [sympy.Mul(*(d for j, (_, d) in enumerate(groups) if j != k)) for k in range(len(groups))]
+            extension = sum((a * w for (a, _), w in zip(groups, others)), sympy.Integer(0)) / sum(others)
+            distance = sympy.Mul(*(d for _, d in groups))
+        time = [c for c in low.coordinates if c.is_time and c.name in by_coordinate]
+        extension, distance = _boolean_sum(time, by_coordinate, extension, distance)
+        names = {name for sides in by_coordinate.values() for _, name in sides.values()}
+        names |= {name for _, name in by_part.values()}
         order = [c.name for c in low.conditions.values()]
-        return ir.HardConstraint(field, extension, distance, tuple(sorted(conditions, key=order.index)))
+        return ir.HardConstraint(field, extension, distance, tuple(sorted(names, key=order.index)))
 
-    def _reproduces(self, h: ir.HardConstraint, by_coordinate, span) -> bool:
-        """Whether the extension equals the data on every enforced face (checked at 64 points of each face,
-        float64, to 1e-9 relative): faces whose data disagree where they meet make it miss."""
+    def _part_distance(self, index: int, condition: str, span) -> sympy.Expr | None:
+        """A smooth function that vanishes on the part's face and is positive inside the domain: the
+        normalised distance to a plane (a box face, a half-space, a polygon edge) or (r^2 - |x - c|^2) / (2 r)
+        for a ball, its sign chosen and checked at 256 points inside the domain."""
         low = self.lowering
-        coordinates = low.coordinates
-        symbols = [c.symbol for c in coordinates]
-        rng = np.random.default_rng(0)
-        for coordinate, sides in by_coordinate.items():
-            k = next(i for i, c in enumerate(coordinates) if c.name == coordinate)
-            for side, (data, name) in sides.items():
-                at = coordinates[k].lo if side == "lo" else coordinates[k].hi
-                points = np.column_stack([rng.uniform(c.lo, c.hi, 64) for c in coordinates])  # [64, d]
-                points[:, k] = at
-                extension = _values(h.extension, symbols, points)
-                expected = _values(data, symbols, points)
-                gap = np.abs(extension - expected)
-                if not np.all(gap <= 1e-9 * (1 + np.abs(expected).max())):
-                    worst = int(np.argmax(gap))
-                    where = ", ".join(f"{c.name} = {v:.6g}" for c, v in zip(coordinates, points[worst]))
-                    others = [n for n in h.conditions if n != name]
-                    self.diag.error(span, f"enforce: {h.field} cannot satisfy '{name}' and "
-                                    f"{', '.join(repr(o) for o in others) or 'itself'} at once: at {where} the "
-                                    f"transform gives {extension[worst]:.6g} where '{name}' asks {expected[worst]:.6g} "
-                                    "(their data disagree where the faces meet); keep one of them as a loss")
-                    return False
+        domain = low.geometry.domain
+        part = domain.shape.boundary_parts()[index]
+        space = [c for c in low.coordinates if not c.is_time]
+        x = [c.symbol for c in space]
+        shape = part.primitive
+        if isinstance(shape, geometry.Ball):
+            r = sympy.Float(shape.radius)
+            d = (r ** 2 - sum((xi - sympy.Float(ci)) ** 2 for xi, ci in zip(x, shape.center))) / (2 * r)
+        elif isinstance(shape, geometry.Box):
+            axis, side = divmod(part.face, 2)
+            width = sympy.Float(shape.hi[axis] - shape.lo[axis])
+            d = (x[axis] - sympy.Float(shape.lo[axis]) if side == 0 else sympy.Float(shape.hi[axis]) - x[axis]) / width
+        elif isinstance(shape, geometry.HalfSpace):
+            d = sympy.Float(shape.offset) - sum(sympy.Float(n) * xi for n, xi in zip(shape.normal, x))
+        elif isinstance(shape, geometry.Polygon):
+            (ax, ay), (bx, by) = shape.vertices[part.face], shape.vertices[(part.face + 1) % len(shape.vertices)]
+            length = float(np.hypot(bx - ax, by - ay))
+            d = ((sympy.Float(bx - ax) * (x[1] - ay) - sympy.Float(by - ay) * (x[0] - ax)) / length)
+        else:
+            self.diag.error(span, f"enforce '{condition}': no distance function for {part.label}")
+            return None
+        inside = geometry.sample_interior(domain.shape, 256, np.random.default_rng(2))  # [256, d_space]
+        values = _values(d, x, inside)
+        if np.all(values < 0):
+            d, values = -d, -values
+        if not np.all(values > 0):
+            self.diag.error(span, f"enforce '{condition}': the distance function of {part.label} changes sign inside "
+                            "the domain (the face's plane or sphere crosses it), so the transform would pin the "
+                            "field inside too; keep the condition as a loss")
+            return None
+        return d
+
+    def _reproduces(self, h: ir.HardConstraint, probes, span) -> bool:
+        """Whether the extension equals the data and the distance vanishes at the probes of each enforced
+        condition (64 points of its region, float64, to 1e-9 relative): faces whose data disagree where they
+        meet, or enforced parts that touch, make it miss."""
+        low = self.lowering
+        symbols = [c.symbol for c in low.coordinates]
+        for name, (data, points) in probes.items():
+            extension = _values(h.extension, symbols, points)
+            distance = _values(h.distance, symbols, points)
+            expected = _values(data, symbols, points)
+            gap = np.abs(extension - expected) + np.abs(distance) * (1 + np.abs(expected).max())
+            if not np.all(gap <= 1e-9 * (1 + np.abs(expected).max())):
+                worst = int(np.nanargmax(np.where(np.isfinite(gap), gap, np.inf)))
+                where = ", ".join(f"{c.name} = {v:.6g}" for c, v in zip(low.coordinates, points[worst]))
+                others = [n for n in h.conditions if n != name]
+                self.diag.error(span, f"enforce: {h.field} cannot satisfy '{name}' and "
+                                f"{', '.join(repr(o) for o in others) or 'itself'} at once: at {where} the "
+                                f"transform gives {extension[worst]:.6g} where '{name}' asks {expected[worst]:.6g} "
+                                "(their data disagree where the faces meet, or the parts touch); keep one of them "
+                                "as a loss")
+                return False
         return True
 
     @staticmethod
     def _unsupported(condition: ir.Condition) -> str:
-        if condition.kind in ("equation", "data"):
-            return (f"'{condition.name}' cannot be enforced: enforce takes Dirichlet boundary conditions on faces "
-                    f"of the box, initial conditions and periodic conditions; it is {condition.kind} condition"
-                    .replace("it is equation", "it is an equation").replace("it is data", "it is a data"))
-        return (f"'{condition.name}' cannot be enforced: on a domain's boundary the distance function is not exact, "
-                "and enforce builds exact ones only (faces of the space box, the initial time, periodic pairs); "
-                "keep it as a loss")
-
+        article = "an" if condition.kind[0] in "aeiou" else "a"
+        return (f"'{condition.name}' cannot be enforced: enforce takes Dirichlet boundary conditions, initial "
+                f"conditions and periodic conditions; it is {article} {condition.kind} condition")
 
 def _values(expr: sympy.Expr, symbols, points: np.ndarray) -> np.ndarray:
     """``expr`` of the coordinates at ``points`` [n, d] -> [n] float64."""
     function = sympy.lambdify(symbols, expr, modules="numpy")
     return np.broadcast_to(np.asarray(function(*points.T), dtype=np.float64), (len(points),))
+
+
+def _boolean_sum(coordinates, by_coordinate, extension: sympy.Expr = sympy.Integer(0),
+                 distance: sympy.Expr = sympy.Integer(1)) -> tuple[sympy.Expr, sympy.Expr]:
+    """One Boolean-sum step per coordinate of ``coordinates`` with enforced faces (``by_coordinate``:
+    coordinate -> side -> (data, condition)), from ``extension`` and ``distance``:
+    A <- A + P_c[g] - P_c[A], D <- D * D_c."""
+    for coordinate in coordinates:
+        sides = by_coordinate[coordinate.name]
+        c = coordinate.symbol
+        a, b = sympy.Float(coordinate.lo), sympy.Float(coordinate.hi)
+        blend = {"lo": (b - c) / (b - a), "hi": (c - a) / (b - a)} if len(sides) == 2 else {s: 1 for s in sides}
+        at = {"lo": a, "hi": b}
+        projected = sum((extension.subs(c, at[side]) * blend[side] for side in sides), sympy.Integer(0))
+        data = sum((value * blend[side] for side, (value, _) in sides.items()), sympy.Integer(0))
+        extension = extension + data - projected
+        if len(sides) == 2:
+            distance = distance * 4 * (c - a) * (b - c) / (b - a) ** 2
+        else:
+            distance = distance * ((c - a) if "lo" in sides else (b - c)) / (b - a)
+    return extension, distance
