@@ -384,6 +384,40 @@ class CompiledProblem:
                 args.append(s.observed[rows, ck.observed_fields.index(inp.key)])
         return kernel.fn(*args)
 
+    def initial_values(self, n: int, seed: int) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+        """field index -> (x [n, d], its value [n]) on the points of an initial condition that sets it
+        (a component of the form FIELD = DATA), float64 on the CPU: what a physics-informed initialisation
+        fits.  A component's form is read from its residual at constant fields (0, then each unit vector):
+        it sets field f with data -r(0) where r(e_f) - r(0) = 1 and r(e_j) - r(0) = 0 for j != f."""
+        out: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        rng = np.random.default_rng([int(seed), 7])
+        params = {name: value.detach() for name, value in self.init_params(dtype=torch.float64).items()}
+        fields = len(self.fields)
+
+        def constant(values):
+            row = torch.tensor(values, dtype=torch.float64)  # [F]
+            return lambda x: x.sum(dim=1, keepdim=True) * 0 + row  # derivatives by x: 0
+
+        for condition in self.ir.conditions:
+            if condition.kind != "initial":
+                continue
+            ck = self.condition_kernels[condition.name]
+            points = sample_region(condition.region, self.point_plan.coordinates, n, "uniform", rng)
+            s = self._to_torch(ck.set_index, points, "cpu", torch.float64)
+            at = {}
+            for key, values in [("zero", [0.0] * fields)] + [(f, [float(f == j) for j in range(fields)])
+                                                               for f in range(fields)]:
+                with torch.enable_grad():
+                    at[key] = self.set_residuals(ck.set_index, constant(values), s, params, engine="autograd")[
+                        condition.name].detach()  # [n, components]
+            for k in range(at["zero"].shape[1]):
+                slopes = [at[f][:, k] - at["zero"][:, k] for f in range(fields)]  # [n] each
+                unit = [f for f in range(fields) if torch.allclose(slopes[f], torch.ones_like(slopes[f]))]
+                if len(unit) == 1 and all(torch.allclose(slopes[j], torch.zeros_like(slopes[j]))
+                                          for j in range(fields) if j != unit[0]):
+                    out.setdefault(unit[0], (s.x.detach(), -at["zero"][:, k]))
+        return out
+
     def network(self, model):
         """The module whose outputs the residual kernels read: the network inside a `HardConstrained` model
         when this problem's residuals are rewritten for its constraints, else ``model``."""

@@ -125,11 +125,30 @@ def build_model(spec, problem, *, device: torch.device, dtype: torch.dtype) -> t
     t = spec.ir.training
     init = torch.Generator().manual_seed(int(t.setting("seed")))
     periodic = tuple((problem.coordinates.index(e.coordinate), e.lo, e.hi - e.lo) for e in spec.ir.periodic_embeddings)
-    net = MODELS.get(t.model.name)(**t.model.options).build(problem.dim + len(periodic), len(spec.ir.fields),
-                                                            generator=init, dtype=dtype, device=device)
-    if periodic:  # the network sees each periodic coordinate through cos and sin (`enforce` of a periodic condition)
-        net = PeriodicEmbedding(net, problem.dim, periodic)
+    factory = MODELS.get(t.model.name)(**t.model.options)
+    trunk = factory.build(problem.dim + len(periodic), len(spec.ir.fields), generator=init, dtype=dtype,
+                          device=device)
+    net = PeriodicEmbedding(trunk, problem.dim, periodic) if periodic else trunk  # `enforce` of a periodic condition
+    if getattr(factory, "pi_init", False):
+        _physics_informed_init(spec, problem, trunk, net)
     return problem.constrained(net)
+
+
+def _physics_informed_init(spec, problem, trunk, net) -> None:
+    """PirateNet's physics-informed initialisation (``pi_init = true``): the output row of each field an
+    initial condition sets is fitted by least squares to its data on 2048 points of that condition (drawn from
+    the spec's seed); a field with a hard constraint keeps its draw (its initial data holds already)."""
+    from ..models._layers import TENSOR_OPS
+
+    constrained = {h.field for h in spec.ir.hard_constraints}
+    data = problem.initial_values(2048, int(spec.ir.training.setting("seed")))
+    for field, (x, values) in data.items():
+        if problem.fields[field] in constrained:
+            continue
+        device = next(trunk.parameters()).device
+        x = x.to(device)
+        inputs = net.embed(TENSOR_OPS, x.to(net.angle_weight.dtype)) if net is not trunk else x  # what the trunk reads
+        trunk.fit_output(field, inputs.to(torch.float64), values.to(device))
 
 
 def describe_execution(spec) -> str:

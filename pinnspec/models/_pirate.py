@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
 from ..registry import MODELS
 from ._factory import EmbeddedFactory
-from ._layers import FourierFeatures, Network, apply_dense, dense, embed, embedded_dim, initialise_all
+from ._layers import (FactorizedLinear, FourierFeatures, Network, apply_dense, dense, embed, embedded_dim, flag,
+                      initialise_all)
 
 
 class PirateBlock(nn.Module):
@@ -40,9 +43,9 @@ class PirateNet(Network):
         x_1 = Phi,  x_{l+1} = PirateBlock_l(x_l, U, V),  u = W x_{L+1} + b,
 
     every dense layer factorized (RWF) by default.  With every alpha = 0 (at initialisation) the blocks
-    are the identity and the network is the linear map W Phi + b of the embedding.  The paper's
-    physics-informed initialisation (W fitted by least squares to initial data) is not done here: W is
-    drawn like every other layer."""
+    are the identity and the network is the linear map W Phi + b of the embedding, so the paper's
+    physics-informed initialisation (section 4.2) fits W by least squares to data (`fit_output`; the
+    ``pi_init`` option: the spec's initial conditions)."""
 
     def __init__(self, in_dim: int, out_dim: int, width: int, depth: int, activation: str,
                  embedding: FourierFeatures | None, rwf: tuple[float, float] | None):
@@ -60,6 +63,29 @@ class PirateNet(Network):
             layers += [block.first, block.second, block.third]
         initialise_all(self.embedding, layers + [self.output], init, generator)
 
+    @torch.no_grad()
+    def fit_output(self, field: int, x: torch.Tensor, values: torch.Tensor) -> float:
+        """Physics-informed initialisation of output ``field``: its row of W becomes the least-squares
+        solution of Phi(x) w = values - b (x [n, d], values [n]), valid while every alpha is 0 (the blocks
+        are the identity).  Returns the relative residual ||Phi w + b - values|| / ||values||."""
+        if any(float(block.alpha) != 0.0 for block in self.blocks):
+            raise ValueError("fit_output needs every alpha = 0 (a freshly initialised PirateNet)")
+        from ._layers import TENSOR_OPS
+
+        features = embed(TENSOR_OPS, self.embedding, x.to(self.output.bias.dtype)).to(torch.float64)  # [n, dim]
+        bias = self.output.bias[field].to(torch.float64)
+        target = values.to(torch.float64) - bias  # [n]
+        # the minimum-norm solution, singular values below 1e-10 of the largest dropped: random Fourier
+        # features of a low-dimensional input are close to collinear
+        w = torch.linalg.lstsq(features, target[:, None], rcond=1e-10, driver="gelsd").solution[:, 0]  # [dim]
+        if isinstance(self.output, FactorizedLinear):  # W = diag(exp(s)) V: the row of V is w exp(-s)
+            self.output.direction[field] = (w * torch.exp(-self.output.log_scale[field].to(torch.float64))).to(
+                self.output.direction.dtype)
+        else:
+            self.output.weight[field] = w.to(self.output.weight.dtype)
+        fitted = features @ w + bias  # [n]
+        return float((fitted - values.to(torch.float64)).norm() / values.to(torch.float64).norm().clamp_min(1e-300))
+
     def compute(self, ops, x):  # [N, d] -> [N, n_fields]
         act = self.activation_name
         h = embed(ops, self.embedding, x)  # Phi [N, 2 features] (or x)
@@ -71,11 +97,23 @@ class PirateNet(Network):
         return apply_dense(ops, self.output, h)
 
 
+@dataclass(frozen=True)
+class PirateFactory(EmbeddedFactory):
+    """``pi_init``: the trainer fits W to the spec's initial data after drawing the weights
+    (`PirateNet.fit_output`)."""
+
+    pi_init: bool = False
+
+
 @MODELS.register("pirate_net")
 def pirate_net(width: int = 256, blocks: int = 3, activation: str = "tanh", init: str = "xavier",
                fourier: float = 1.0, features: int = 128, trainable_fourier: bool = False,
-               rwf: bool = True, rwf_mu: float = 1.0, rwf_sigma: float = 0.1) -> EmbeddedFactory:
+               rwf: bool = True, rwf_mu: float = 1.0, rwf_sigma: float = 0.1,
+               pi_init: bool = False) -> PirateFactory:
     """``width``: the blocks' hidden width; ``blocks``: residual blocks (3 dense layers each); ``fourier``:
-    sigma of B (0: no embedding, the blocks then work in the input's dimension)."""
-    return EmbeddedFactory.of(PirateNet, width, blocks, activation, init, fourier, features, trainable_fourier, rwf,
+    sigma of B (0: no embedding, the blocks then work in the input's dimension); ``pi_init``: the
+    physics-informed initialisation of W from the initial conditions."""
+    base = EmbeddedFactory.of(PirateNet, width, blocks, activation, init, fourier, features, trainable_fourier, rwf,
                               rwf_mu, rwf_sigma)
+    return PirateFactory(base.width, base.depth, base.activation, base.init, base.network, base.embedding,
+                         base.rwf, flag("pi_init", pi_init))
