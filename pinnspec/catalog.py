@@ -32,7 +32,7 @@ BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
                        "features": 128, "trainable_fourier": False, "rwf": True, "rwf_mu": 1.0, "rwf_sigma": 0.1,
                        "pi_init": False},
         "adaptive_mlp": {"width": 50, "depth": 5, "activation": "tanh", "init": "xavier", "slope": "layer",
-                         "scale": 10.0},
+                         "scale": 10.0, "slope_recovery": 0.0},
     },
     "optimizer": {
         "sgd": {"lr": 1e-3},

@@ -505,7 +505,22 @@ class CompiledProblem:
         sums = {name: self.condition_sum(name, r, points.sets[self.condition_kernels[name].set_index].x,
                                          point_weights, causal_weights)
                 for name, r in residuals.items()}
-        return self.losses_from_sums(sums, self.counts(points), grouping)
+        return self.with_model_terms(self.losses_from_sums(sums, self.counts(points), grouping), model)
+
+    @staticmethod
+    def model_terms(model) -> list:
+        """The network's own loss terms (``loss_term()`` of its modules: `adaptive_mlp`'s slope recovery)."""
+        terms = (m.loss_term() for m in model.modules() if hasattr(m, "loss_term")) if isinstance(
+            model, torch.nn.Module) else ()
+        return [t for t in terms if t is not None]
+
+    def with_model_terms(self, losses: Losses, model) -> Losses:
+        """``losses`` with the network's own loss terms added to the first task (the conditions unchanged)."""
+        terms = self.model_terms(model)
+        if not terms:
+            return losses
+        tasks = [losses.task_list[0] + sum(terms)] + list(losses.task_list[1:])
+        return Losses(tasks, losses.conditions, losses.grouping)
 
     def counts(self, points: Points) -> dict[str, int]:
         """condition -> the divisor of its mean: its set's points (on a shard, the whole set's)."""

@@ -60,12 +60,13 @@ class CompiledLosses:
                 out = self.units[index](problem, index, self.model, s.x.detach(), partner, s.observed,
                                         s.face_slices, s.normals, params)
             sums.update(zip((ck.condition for ck in cks), out))
-        return problem.losses_from_sums(sums, problem.counts(points), grouping)
+        return problem.with_model_terms(problem.losses_from_sums(sums, problem.counts(points), grouping), self.model)
 
     def fused(self, params: dict[str, torch.Tensor], grouping: str | None) -> "FusedGradients | None":
-        """The grouping's `FusedGradients` (built once), or None where a set feeds two tasks."""
+        """The grouping's `FusedGradients` (built once), or None where a set feeds two tasks or the network adds
+        its own loss term (outside the per-set graphs)."""
         owners = self.problem.task_of_sets(grouping)
-        if owners is None:
+        if owners is None or self.problem.model_terms(self.model):
             return None
         fused = self._fused.get(grouping)
         if fused is None or fused.param_names != list(params):

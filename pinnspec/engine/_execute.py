@@ -182,9 +182,10 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     if chain.uses_hessian:
         notes.append(f"compile = {compile_setting}: the Hessian-estimate steps of this optimizer run eagerly "
                      "(double backward does not compile); the other steps are compiled")
-    fused = problem.task_of_sets(grouping) is not None
+    fused = problem.task_of_sets(grouping) is not None and not problem.model_terms(model)
     losses_how = ("every point set's losses and G as one graph" if fused else
-                  "one graph per point set (a set feeds two tasks), one backward pass per task")
+                  "one graph per point set (a set feeds two tasks, or the network adds its own loss term), "
+                  "one backward pass per task")
     candidates, not_taken = [], []
     one = ONE_CUDA_GRAPH if cuda_graphs else ONE_GRAPH
     if not chain.compiles:
@@ -193,7 +194,8 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     elif distributed:
         not_taken.append((one, "data-parallel: G is summed over the ranks between the losses and the chain"))
     elif not fused:
-        not_taken.append((one, "a point set feeds two tasks, so G does not come from one pass over the sets"))
+        not_taken.append((one, "a point set feeds two tasks, or the network adds its own loss term, so G does not "
+                               "come from one pass over the sets"))
     elif cuda_graphs and not chain.capturable(num_losses):
         not_taken.append((one, f"the chain cannot be recorded as a CUDA graph for {num_losses} losses (a "
                                "synchronising op such as eigh, or a Hessian estimate)"))
