@@ -909,7 +909,7 @@ class Lowering:
         if statements:
             call = self._validated_call(kind, statements[0].call)
             if call is not None and kind == "weights":
-                call = self._checked_weights(call, statements[0].call)
+                call = self._checked_arguments(call, statements[0].call)
             if call is not None:
                 return call
         default = catalog.DEFAULTS[kind]
@@ -918,28 +918,22 @@ class Lowering:
         defaults = _known(kind)[default]
         return ir.CallSpec(default, tuple(defaults.items()))
 
-    def _checked_weights(self, spec: ir.CallSpec, call: A.Call) -> ir.CallSpec | None:
-        """``every`` and ``points`` whole numbers of at least 1, ``alpha`` in [0, 1): located errors."""
+    def _checked_arguments(self, spec: ir.CallSpec, call: A.Call) -> ir.CallSpec | None:
+        """The ranges of `_ARGUMENT_RULES` (a `weights` call, a second-order stage's): located errors; the
+        values in their types."""
         spans = {kw.name.name: kw.value.span for kw in call.kwargs}
-        ok = True
+        ok, checked = True, []
         for key, value in spec.kwargs:
-            where = spans.get(key, call.span)
-            if key in ("every", "points") and not (value == int(value) and value >= 1):
-                self.diag.error(where, f"{spec.name}({key} = ...) must be a whole number of at least 1, got {value:g}")
+            rule = _ARGUMENT_RULES.get(key)
+            if rule is None:
+                checked.append((key, value))
+                continue
+            valid, what, kind = rule
+            if not valid(value):
+                self.diag.error(spans.get(key, call.span), f"{spec.name}({key} = ...) must be {what}, got {value:g}")
                 ok = False
-            elif key == "alpha" and not 0 <= value < 1:
-                self.diag.error(where, f"{spec.name}(alpha = ...) must be at least 0 and less than 1, got {value:g}")
-                ok = False
-            elif key == "eta" and not value > 0:
-                self.diag.error(where, f"{spec.name}(eta = ...) must be above 0, got {value:g}")
-                ok = False
-            elif key == "gamma" and not 0 < value < 1:
-                self.diag.error(where, f"{spec.name}(gamma = ...) must be above 0 and below 1, got {value:g}")
-                ok = False
-        if not ok:
-            return None
-        return ir.CallSpec(spec.name, tuple((k, int(v) if k in ("every", "points") else float(v))
-                                            for k, v in spec.kwargs))
+            checked.append((key, kind(value)))
+        return ir.CallSpec(spec.name, tuple(checked)) if ok else None
 
     def _validated_call(self, kind: str, call: A.Call) -> ir.CallSpec | None:
         known = _known(kind)
@@ -1119,7 +1113,7 @@ class Lowering:
         for st in statements:
             call = self._validated_call("stage", st.call)
             if call is not None and call.name in catalog.SECOND_ORDER_STAGES:
-                call = self._checked_second_order(call, st.call)
+                call = self._checked_arguments(call, st.call)
             values: dict[str, Any] = {}
             for kw in st.settings:
                 key = kw.name.name
@@ -1138,23 +1132,6 @@ class Lowering:
                 continue
             stages.append(ir.Stage(call, values["epochs"], values.get("dtype", settings.get("dtype", "float32"))))
         return tuple(stages)
-
-    def _checked_second_order(self, spec: ir.CallSpec, call: A.Call) -> ir.CallSpec | None:
-        """lbfgs: ``history`` and ``max_evals`` whole numbers of at least 1, ``lr`` above 0."""
-        spans = {kw.name.name: kw.value.span for kw in call.kwargs}
-        ok = True
-        for key, value in spec.kwargs:
-            where = spans.get(key, call.span)
-            if key in ("history", "max_evals") and not (value == int(value) and value >= 1):
-                self.diag.error(where, f"{spec.name}({key} = ...) must be a whole number of at least 1, got {value:g}")
-                ok = False
-            elif key == "lr" and not value > 0:
-                self.diag.error(where, f"{spec.name}(lr = ...) must be above 0, got {value:g}")
-                ok = False
-        if not ok:
-            return None
-        return ir.CallSpec(spec.name, tuple((k, int(v) if k in ("history", "max_evals") else
-                                             (float(v) if k == "lr" else v)) for k, v in spec.kwargs))
 
     def _resolved_alignment(self, align: ir.CallSpec, optimizer: ir.CallSpec, statements) -> ir.CallSpec:
         """``gua`` with the values a run uses: an unset rho_m / rho_v takes the paper's value for the
@@ -1213,6 +1190,17 @@ class Lowering:
 
 
 _BAD = object()
+
+_WHOLE = (lambda v: v == int(v) and v >= 1, "a whole number of at least 1", int)
+#: the range checks of the `weights` calls' and the second-order stages' arguments: key -> (valid?, what it
+#: must be, its type)
+_ARGUMENT_RULES = {
+    "every": _WHOLE, "points": _WHOLE, "history": _WHOLE, "max_evals": _WHOLE,
+    "alpha": (lambda v: 0 <= v < 1, "at least 0 and less than 1", float),
+    "eta": (lambda v: v > 0, "above 0", float),
+    "gamma": (lambda v: 0 < v < 1, "above 0 and below 1", float),
+    "lr": (lambda v: v > 0, "above 0", float),
+}
 
 def _known(kind: str) -> dict[str, dict[str, Any]]:
     """The names of a training statement's kind with their arguments (the weights stage: `catalog.WEIGHTS`)."""
