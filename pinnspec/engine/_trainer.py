@@ -162,7 +162,15 @@ def describe_execution(spec) -> str:
     plan = plan_execution(problem, build_model(spec, problem, device=device, dtype=dtype),
                           UpdateChain.from_training(spec.ir.training), grouping=grouping.name,
                           num_losses=grouping.m, device=device)
-    return plan.describe(plan.candidates[0].name)
+    text = plan.describe(plan.candidates[0].name)
+    if t.stages:  # the plan above is the first first-order stage's; each stage in order
+        lines = [f"stages ({len(t.stages)}), each from the best checkpoint of those before it:"]
+        for k, stage in enumerate(t.stages):
+            how = ("its line search on the host, eagerly, the task losses' weighted sum at fixed points; no "
+                   "surgery or alignment" if stage.second_order else "the update chain with this stage's optimizer, planned as above")
+            lines.append(f"  {k + 1}. {stage}: {how}")
+        text += "\n" + "\n".join(lines)
+    return text
 
 
 class Trainer:
