@@ -604,6 +604,8 @@ class Trainer:
     def _check_blow_up(self, epoch: int, loss: float, tasks: list[float]) -> None:
         """A loss that grows past ``diverge_factor`` times its lowest value so far stops the run as diverged,
         like a NaN, naming the task that grew most (relative to its value at the lowest loss)."""
+        if self.attention is not None:  # `weights rba`: the losses grow by design as the point weights build up
+            return
         if self.lowest_loss is None or loss < self.lowest_loss[0]:
             self.lowest_loss = (loss, epoch + 1, list(tasks))
             return

@@ -86,3 +86,11 @@ def test_rba_runs_eagerly_under_compile_on(capsys):
     trainer = Trainer(loads(SPEC.format(more=", compile = on")))
     assert [c.name for c in trainer.plan.candidates] == ["eager"]
     assert "weights rba updates its per-point weights" in capsys.readouterr().err
+
+
+def test_the_blow_up_check_is_off_while_the_point_weights_build_up():
+    """lambda starts at 0, so the first losses are tiny and grow by design: no divergence is declared."""
+    trainer = Trainer(loads(SPEC.format(more=", diverge_factor = 10")))
+    result = trainer.run()
+    losses = [row["loss"] for row in trainer.history]
+    assert result.status == "completed" and max(losses) > 10 * losses[0]
