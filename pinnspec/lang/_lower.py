@@ -1014,10 +1014,7 @@ class Lowering:
         for st in by_kind.get("train", []):
             for kw in st.settings:
                 key = kw.name.name
-                if key not in catalog.TRAIN_SETTINGS:
-                    hint = did_you_mean(key, catalog.TRAIN_SETTINGS)
-                    more = f"; did you mean '{hint}'?" if hint else f" (settings are: {', '.join(catalog.TRAIN_SETTINGS)})"
-                    self.diag.error(kw.name.span, f"unknown train setting '{key}'{more}")
+                if not self._known_key(kw.name, catalog.TRAIN_SETTINGS, "unknown train setting", "settings are"):
                     continue
                 if key in settings:
                     self.diag.error(kw.name.span, f"the train setting '{key}' is given twice")
@@ -1037,6 +1034,16 @@ class Lowering:
                                 f"alignment is the optimizer's): the stages use {', '.join(s.optimizer.name for s in first_order)}")
         calls["align"] = self._resolved_alignment(calls["align"], calls["optimizer"], by_kind.get("align", []))
         return ir.Training(settings=tuple(settings.items()), stages=stages, **calls)
+
+    def _known_key(self, name: A.Ident, known, what: str, listing: str) -> bool:
+        """Whether ``name`` is a key of ``known``; else the located error ``WHAT 'NAME'`` with a "did you
+        mean" or, without a close key, ``(LISTING: the keys)``."""
+        if name.name in known:
+            return True
+        hint = did_you_mean(name.name, known)
+        more = f"; did you mean '{hint}'?" if hint else f" ({listing}: {', '.join(known)})"
+        self.diag.error(name.span, f"{what} '{name.name}'{more}")
+        return False
 
     def _causal(self, by_kind) -> tuple[ir.Causal, ...]:
         """The `causal` statements: each names an equation of a spec with time, at most once; ``causal none``
@@ -1068,10 +1075,7 @@ class Lowering:
             ok = True
             for kw in call.kwargs:
                 key = kw.name.name
-                if key not in catalog.CAUSAL:
-                    hint = did_you_mean(key, catalog.CAUSAL)
-                    more = f"; did you mean '{hint}'?" if hint else f" (it takes: {', '.join(catalog.CAUSAL)})"
-                    self.diag.error(kw.name.span, f"causal {ident.name}() has no argument '{key}'{more}")
+                if not self._known_key(kw.name, catalog.CAUSAL, f"causal {ident.name}() has no argument", "it takes"):
                     ok = False
                     continue
                 number = self._constant(kw.value, f"causal {ident.name}({key} = ...)")
@@ -1117,15 +1121,12 @@ class Lowering:
             values: dict[str, Any] = {}
             for kw in st.settings:
                 key = kw.name.name
-                if key not in catalog.STAGE_SETTINGS:
-                    hint = did_you_mean(key, catalog.STAGE_SETTINGS)
-                    more = f"; did you mean '{hint}'?" if hint else f" (a stage takes: {', '.join(catalog.STAGE_SETTINGS)})"
-                    self.diag.error(kw.name.span, f"unknown stage setting '{key}'{more}")
-                elif key in values:
+                if not self._known_key(kw.name, catalog.STAGE_SETTINGS, "unknown stage setting", "a stage takes"):
+                    continue
+                if key in values:
                     self.diag.error(kw.name.span, f"the stage setting '{key}' is given twice")
-                else:
-                    value = self._train_value(key, kw.value, catalog.STAGE_SETTINGS[key][0])
-                    values[key] = value
+                    continue
+                values[key] = self._train_value(key, kw.value, catalog.STAGE_SETTINGS[key][0])
             if "epochs" not in values:
                 self.diag.error(st.span, "a stage needs its epochs, e.g. 'stage adam(lr = 1e-3) epochs = 1000'")
             if call is None or _BAD in values.values() or "epochs" not in values:
