@@ -7,8 +7,9 @@ condition).  Every (case, method) is one :class:`pinnspec.sweep.Sweep` under ``O
 unfinished runs share one pool of ``--jobs`` worker processes (on ``--device cuda`` they share the GPU), so
 the same command run again skips finished runs and resumes interrupted ones.
 
-A method is a surgery method with an optional ``+gua``: ``adam`` (PINNacle's vanilla PINN: the losses summed,
-Adam), ``config``, ``config+gua``, ``pcgrad+gua``, ...  The model kept is the one at the last epoch, as
+A method is a surgery method with an optional ``+gua`` and an optional ``+enforce`` (every condition of the case
+that ``enforce`` takes: `enforceable`): ``adam`` (PINNacle's vanilla PINN: the losses summed, Adam), ``config``,
+``config+gua``, ``pcgrad+gua``, ``adam+enforce``, ...  The model kept is the one at the last epoch, as
 PINNacle reports it (the runs validate once, at the end).  Metrics over every test point and every output:
 
     L2RE = ||u - u*||_2 / ||u*||_2      L1RE = ||u - u*||_1 / ||u*||_1      MSE = mean((u - u*)^2)
@@ -83,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"'all' or comma-separated case names: {', '.join(CASES)}")
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS), metavar="LIST",
                    help="comma-separated methods: adam (vanilla: the losses summed), a surgery method, or either "
-                        f"with +gua (default {','.join(DEFAULT_METHODS)})")
+                        "with +gua and/or +enforce (every condition of the case that enforce takes, by "
+                        f"construction) (default {','.join(DEFAULT_METHODS)})")
     p.add_argument("--seeds", default="0", metavar="LIST", help="seeds: 0,1,2 or 0-4 (default 0)")
     p.add_argument("--epochs", type=positive, default=DEFAULT_EPOCHS, metavar="N",
                    help=f"training epochs per run (default {DEFAULT_EPOCHS}, PINNacle's)")
@@ -114,13 +116,45 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # ====================================================================== what to run
+#: what a ``+enforce`` method's ``enforce`` setting stands for until a case's enforceable conditions replace it
+EVERY_ENFORCEABLE = "<every enforceable condition>"
+
+
 def method_settings(method: str) -> dict[str, str]:
-    """``adam`` -> surgery none; ``config+gua`` -> surgery config, align gua; ``pcgrad`` -> surgery pcgrad."""
-    surgery, plus, align = method.rpartition("+") if method.endswith("+gua") else (method, "", "")
-    surgery = surgery.strip()
+    """``adam`` -> surgery none; ``config+gua`` -> surgery config, align gua; ``pcgrad`` -> surgery pcgrad;
+    a ``+enforce`` suffix (``adam+enforce``, ``config+gua+enforce``) also enforces every condition of the case
+    that can be (`enforceable`)."""
+    surgery, suffixes = method.strip(), set()
+    while surgery.endswith(("+gua", "+enforce")):
+        surgery, _, suffix = surgery.rpartition("+")
+        suffixes.add(suffix)
+        surgery = surgery.strip()
     if not surgery:
         raise BenchError(f"--methods: '{method}' names no surgery method (write e.g. config+gua)")
-    return {"surgery": "none" if surgery == VANILLA else surgery, "align": "gua" if plus else "none"}
+    settings = {"surgery": "none" if surgery == VANILLA else surgery, "align": "gua" if "gua" in suffixes else "none"}
+    if "enforce" in suffixes:
+        settings["enforce"] = EVERY_ENFORCEABLE
+    return settings
+
+
+def enforceable(path: str) -> list[str]:
+    """The conditions of the spec at ``path`` that `enforce` takes together (Dirichlet, initial and periodic
+    conditions whose transform checks pass), in file order: each one tried alone, then added one at a time
+    to those kept while the spec still checks (data that disagree where two meet keep the later one a loss)."""
+    from ..lang import SpecError, load
+    from ..lang._overrides import apply_overrides
+
+    spec = load(path)
+    kept: list[str] = []
+    for condition in spec.ir.conditions:
+        if condition.kind not in ("initial", "boundary", "periodic"):
+            continue
+        try:
+            apply_overrides(spec, {"enforce": ", ".join(kept + [condition.name])})
+        except SpecError:
+            continue
+        kept.append(condition.name)
+    return kept
 
 
 def extra_settings(items: list[str], fixed: dict[str, str]) -> dict[str, str]:
@@ -223,7 +257,16 @@ def _run(args) -> int:
         fixed["compile"] = args.compile
     fixed.update(extra_settings(args.settings, fixed))
     cells = [(case, method) for case in chosen for method in methods]
-    sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed={**fixed, **settings[method]},
+    enforced = {case: ", ".join(enforceable(os.path.join(folder, f"{case}.pinn"))) or "none" for case in chosen
+                if any(settings[m].get("enforce") == EVERY_ENFORCEABLE for m in methods)}
+
+    def cell_settings(case: str, method: str) -> dict[str, str]:
+        found = dict(settings[method])
+        if found.get("enforce") == EVERY_ENFORCEABLE:
+            found["enforce"] = enforced[case]
+        return found
+
+    sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed={**fixed, **cell_settings(case, method)},
                     out=os.path.join(args.out, "runs", case, _slug(method))) for case, method in cells]
     started = time.perf_counter()
     if args.table_only:

@@ -29,6 +29,21 @@ def test_method_names(method, surgery, align):
     assert _pinnacle.method_settings(method) == {"surgery": surgery, "align": align}
 
 
+@pytest.mark.parametrize("method, expected", [
+    ("adam+enforce", {"surgery": "none", "align": "none"}),
+    ("config+gua+enforce", {"surgery": "config", "align": "gua"}),
+    ("config+enforce+gua", {"surgery": "config", "align": "gua"}),
+])
+def test_enforce_methods(method, expected):
+    assert _pinnacle.method_settings(method) == {**expected, "enforce": _pinnacle.EVERY_ENFORCEABLE}
+
+
+@pytest.mark.parametrize("case, names", [("poisson2dc", ["outer", "rims"]), ("burgers1d", ["ic", "walls"]),
+                                         ("heat2dms", ["ic", "sides"])])
+def test_the_enforceable_conditions_of_a_case(case, names):
+    assert _pinnacle.enforceable(str(CASES / f"{case}.pinn")) == names
+
+
 def test_method_without_surgery_is_an_error():
     with pytest.raises(_pinnacle.BenchError, match="names no surgery method"):
         _pinnacle.method_settings("+gua")
