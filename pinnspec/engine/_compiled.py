@@ -41,6 +41,8 @@ class CompiledLosses:
         self.fused_unit = torch.compile(own_code(FusedGradients.__call__), mode=mode, dynamic=False,
                                         fullgraph=True)
         self._fused: dict[str | None, FusedGradients] = {}  # grouping -> the last one built
+        #: the network adds its own loss term (outside the per-set graphs): G does not come from one pass
+        self.model_term = bool(problem.model_terms(model))
         # build the derivative programs (memoised plain-Python objects) before tracing: a program built
         # during the first trace leaves a guard on the memo dict that the second call fails, and every
         # set would be compiled twice (and checked against two cache entries at every call)
@@ -66,7 +68,7 @@ class CompiledLosses:
         """The grouping's `FusedGradients` (built once), or None where a set feeds two tasks or the network adds
         its own loss term (outside the per-set graphs)."""
         owners = self.problem.task_of_sets(grouping)
-        if owners is None or self.problem.model_terms(self.model):
+        if owners is None or self.model_term:
             return None
         fused = self._fused.get(grouping)
         if fused is None or fused.param_names != list(params):

@@ -1011,17 +1011,9 @@ class Lowering:
         calls = {kind: self._call_setting(kind, [s for s in by_kind.get(kind, [])])
                  for kind in ("model", "optimizer", "schedule", "surgery", "align", "weights")}
         settings: dict[str, Any] = {}
-        for st in by_kind.get("train", []):
-            for kw in st.settings:
-                key = kw.name.name
-                if not self._known_key(kw.name, catalog.TRAIN_SETTINGS, "unknown train setting", "settings are"):
-                    continue
-                if key in settings:
-                    self.diag.error(kw.name.span, f"the train setting '{key}' is given twice")
-                    continue
-                value = self._train_value(key, kw.value)
-                if value is not _BAD:
-                    settings[key] = value
+        for st in by_kind.get("train", []):  # `train` statements add up
+            self._keyword_settings(st.settings, catalog.TRAIN_SETTINGS, "train", "settings are", settings)
+        settings = {key: value for key, value in settings.items() if value is not _BAD}
         stages = self._stages(by_kind, settings)
         if stages:
             first_order = [stage for stage in stages if not stage.second_order]
@@ -1034,6 +1026,19 @@ class Lowering:
                                 f"alignment is the optimizer's): the stages use {', '.join(s.optimizer.name for s in first_order)}")
         calls["align"] = self._resolved_alignment(calls["align"], calls["optimizer"], by_kind.get("align", []))
         return ir.Training(settings=tuple(settings.items()), stages=stages, **calls)
+
+    def _keyword_settings(self, keyword_args, table, what: str, listing: str, into: dict[str, Any]) -> dict[str, Any]:
+        """``KEY = VALUE`` settings of a ``train`` or ``stage`` statement (``table``: key -> (kind, default))
+        added to ``into``, each key at most once; a bad value is kept as _BAD (reported)."""
+        for kw in keyword_args:
+            key = kw.name.name
+            if not self._known_key(kw.name, table, f"unknown {what} setting", listing):
+                continue
+            if key in into:
+                self.diag.error(kw.name.span, f"the {what} setting '{key}' is given twice")
+                continue
+            into[key] = self._train_value(key, kw.value, table[key][0])
+        return into
 
     def _known_key(self, name: A.Ident, known, what: str, listing: str) -> bool:
         """Whether ``name`` is a key of ``known``; else the located error ``WHAT 'NAME'`` with a "did you
@@ -1118,15 +1123,7 @@ class Lowering:
             call = self._validated_call("stage", st.call)
             if call is not None and call.name in catalog.SECOND_ORDER_STAGES:
                 call = self._checked_arguments(call, st.call)
-            values: dict[str, Any] = {}
-            for kw in st.settings:
-                key = kw.name.name
-                if not self._known_key(kw.name, catalog.STAGE_SETTINGS, "unknown stage setting", "a stage takes"):
-                    continue
-                if key in values:
-                    self.diag.error(kw.name.span, f"the stage setting '{key}' is given twice")
-                    continue
-                values[key] = self._train_value(key, kw.value, catalog.STAGE_SETTINGS[key][0])
+            values = self._keyword_settings(st.settings, catalog.STAGE_SETTINGS, "stage", "a stage takes", {})
             if "epochs" not in values:
                 self.diag.error(st.span, "a stage needs its epochs, e.g. 'stage adam(lr = 1e-3) epochs = 1000'")
             if call is None or _BAD in values.values() or "epochs" not in values:
