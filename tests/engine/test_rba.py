@@ -1,6 +1,8 @@
 """`weights rba`: per-point residual-based attention against a hand computation of its update and loss,
 its state through a checkpoint, and its execution plan."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -9,14 +11,9 @@ from pinnspec.engine._artifacts import load_checkpoint
 from pinnspec.engine._weights import ResidualAttention
 from pinnspec.lang import loads
 
-SPEC = """problem tiny
-space x in [0, 1]
-time  t in [0, 1]
-field u
-equation pde: u_t - 0.1*u_xx = 0
-initial  ic: u = sin(pi*x)
-boundary walls on x = 0, x = 1: u = 0
-points pde 60, walls 10, ic 10
+#: u_t = 0.1 u_xx on [0, 1]^2, u = sin(pi x) at t = 0, u = 0 on both walls (the engine tests' heat problem)
+HEAT_CONDITIONS = (Path(__file__).parent / "data" / "heat_conditions.pinn").read_text()
+SPEC = HEAT_CONDITIONS + """points pde 60, walls 10, ic 10
 resample never
 exact u = sin(pi*x)*exp(-0.1*pi^2*t)
 validate 50 every 5

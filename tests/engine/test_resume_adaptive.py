@@ -1,6 +1,8 @@
 """Resuming a run whose points come from an adaptive sampler: a known gap (the checkpoint does not hold the
 sampler's history), kept as a strict xfail beside the same procedure with a plain sampler, which passes."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -8,14 +10,9 @@ from pinnspec.engine import Trainer
 from pinnspec.engine._artifacts import load_checkpoint
 from pinnspec.lang import loads
 
-SPEC = """problem tiny
-space x in [0, 1]
-time  t in [0, 1]
-field u
-equation pde: u_t - 0.1*u_xx = 0
-initial  ic: u = sin(pi*x)
-boundary walls on x = 0, x = 1: u = 0
-points pde 100, walls 20, ic 20
+#: u_t = 0.1 u_xx on [0, 1]^2, u = sin(pi x) at t = 0, u = 0 on both walls (the engine tests' heat problem)
+HEAT_CONDITIONS = (Path(__file__).parent / "data" / "heat_conditions.pinn").read_text()
+SPEC = HEAT_CONDITIONS + """points pde 100, walls 20, ic 20
 sampler {sampler}
 resample every 5
 exact u = sin(pi*x)*exp(-0.1*pi^2*t)

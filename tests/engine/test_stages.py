@@ -4,6 +4,8 @@ a run stopped inside either stage resumes bit for bit; `--set stage=...` replace
 import csv
 import math
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -12,14 +14,9 @@ from pinnspec.engine._artifacts import load_checkpoint
 from pinnspec.lang import loads
 from pinnspec.lang._overrides import apply_overrides
 
-SPEC = """problem tiny
-space x in [0, 1]
-time  t in [0, 1]
-field u
-equation pde: u_t - 0.1*u_xx = 0
-initial  ic: u = sin(pi*x)
-boundary walls on x = 0, x = 1: u = 0
-loss N = pde
+#: u_t = 0.1 u_xx on [0, 1]^2, u = sin(pi x) at t = 0, u = 0 on both walls (the engine tests' heat problem)
+HEAT_CONDITIONS = (Path(__file__).parent / "data" / "heat_conditions.pinn").read_text()
+SPEC = HEAT_CONDITIONS + """loss N = pde
 loss B = walls
 loss I = ic
 grouping three = [N, B, I]

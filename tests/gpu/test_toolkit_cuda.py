@@ -6,6 +6,8 @@ causal weighting and residual-based attention, eager and compiled.
 
 import os
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -16,14 +18,9 @@ from pinnspec.lang import loads
 DEVICE = os.environ.get("PINNSPEC_TEST_DEVICE", "cuda")
 pytestmark = pytest.mark.skipif(DEVICE == "cuda" and not torch.cuda.is_available(), reason="needs a CUDA device")
 
-HEAT = """problem heat
-space x in [0, 1]
-time  t in [0, 1]
-field u
-equation pde: u_t - 0.1*u_xx = 0
-initial  ic: u = sin(pi*x)
-boundary walls on x = 0, x = 1: u = 0
-points pde 256, walls 32, ic 32
+#: u_t = 0.1 u_xx on [0, 1]^2, u = sin(pi x) at t = 0, u = 0 on both walls (the engine tests' heat problem)
+HEAT_CONDITIONS = (Path(__file__).parents[1] / "engine" / "data" / "heat_conditions.pinn").read_text()
+HEAT = HEAT_CONDITIONS + """points pde 256, walls 32, ic 32
 resample never
 exact u = sin(pi*x)*exp(-0.1*pi^2*t)
 test 500
