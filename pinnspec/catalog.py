@@ -109,7 +109,7 @@ CHOICES: dict[tuple[str, str, str], tuple[str, ...]] = {
     ("surgery", "amtl", "scale"): ("min", "median", "rmse"),
     ("surgery", "amtl", "reduce"): ("mean", "sum"),
     ("align", "gua", "metric"): ("adam", "euclidean"),
-    ("stage", "lbfgs", "line_search"): ("strong_wolfe", "none"),
+    **{("stage", name, "line_search"): ("strong_wolfe", "none") for name in ("lbfgs", "bfgs", "ssbfgs", "ssbroyden")},
     # the adaptive samplers' candidates and refills: random samplers, exact counts (pinnspec.sampling._adaptive)
     **{("sampler", name, "base"): ("uniform", "lhs", "sobol", "halton") for name in ("rad", "rard", "r3")},
 }
@@ -144,11 +144,18 @@ WEIGHTS: dict[str, dict[str, Any]] = {
 SECOND_ORDER_STAGES: dict[str, dict[str, Any]] = {
     # line_search: strong_wolfe | none; max_evals: objective evaluations per iteration (line search)
     "lbfgs": {"history": 50, "line_search": "strong_wolfe", "lr": 1.0, "max_evals": 25},
+    # dense inverse Hessian (p x p numbers): BFGS, self-scaled BFGS, self-scaled Broyden (pinnspec.optim._quasi_newton)
+    "bfgs": {"line_search": "strong_wolfe", "lr": 1.0, "max_evals": 25},
+    "ssbfgs": {"line_search": "strong_wolfe", "lr": 1.0, "max_evals": 25},
+    "ssbroyden": {"line_search": "strong_wolfe", "lr": 1.0, "max_evals": 25},
 }
 #: a stage's settings: key -> (kind, default); epochs is required, dtype defaults to the `train` dtype
 STAGE_SETTINGS: dict[str, tuple[str, Any]] = {
     "epochs": ("int", REQUIRED),
     "dtype": ("choice:float32|float64", None),
+    # a quasi-Newton stage's points: new ones every N of its epochs (the spec's sampler, its memory kept);
+    # without it the stage keeps the points of its first epoch
+    "resample": ("int", None),
 }
 
 #: `causal CONDITION(args)`: argument -> default (jaxpi's causal_tol and num_chunks); eps >= 0, chunks >= 1

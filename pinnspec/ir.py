@@ -428,12 +428,14 @@ class Stage:
     """One stage of training: ``epochs`` epochs of ``optimizer`` in ``dtype``.
 
     optimizer: a first-order optimizer (the update chain: weights, surgery, this optimizer's proposal,
-               alignment) or a second-order method (``lbfgs``: `catalog.SECOND_ORDER_STAGES`), which minimises
-               the weighted sum of the task losses at fixed points."""
+               alignment) or a quasi-Newton method (``lbfgs``, ``bfgs``, ``ssbfgs``, ``ssbroyden``:
+               `catalog.SECOND_ORDER_STAGES`), which minimises the weighted sum of the task losses at points
+               fixed for ``resample`` epochs at a time (None: the whole stage)."""
 
     optimizer: CallSpec
     epochs: int
     dtype: str = "float32"
+    resample: int | None = None
 
     @property
     def second_order(self) -> bool:
@@ -442,7 +444,8 @@ class Stage:
         return self.optimizer.name in SECOND_ORDER_STAGES
 
     def __str__(self) -> str:
-        return f"{self.optimizer} for {self.epochs} epochs in {self.dtype}"
+        points = f", new points every {self.resample} epochs" if self.resample else ""
+        return f"{self.optimizer} for {self.epochs} epochs in {self.dtype}{points}"
 
 
 @dataclass(frozen=True)

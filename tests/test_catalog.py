@@ -39,8 +39,10 @@ def test_second_order_stages_match_their_methods():
     """A stage's arguments are the method's own (the trainer builds it with them), with the same defaults."""
     import dataclasses
 
-    from pinnspec.optim._lbfgs import LBFGS
+    from pinnspec.optim._quasi_newton import quasi_newton
 
-    defaults = {f.name: f.default for f in dataclasses.fields(LBFGS)}
-    for key, value in catalog.SECOND_ORDER_STAGES["lbfgs"].items():
-        assert defaults[key] == value, key
+    for name, arguments in catalog.SECOND_ORDER_STAGES.items():
+        method = quasi_newton(name, {})
+        defaults = {f.name: f.default for f in dataclasses.fields(method)}
+        for key, value in arguments.items():
+            assert defaults[key] == value, (name, key)

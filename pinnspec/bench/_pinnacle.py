@@ -9,7 +9,9 @@ the same command run again skips finished runs and resumes interrupted ones.
 
 A method is a surgery method with an optional ``+gua`` and an optional ``+enforce`` (every condition of the case
 that ``enforce`` takes: `enforceable`): ``adam`` (PINNacle's vanilla PINN: the losses summed, Adam), ``config``,
-``config+gua``, ``pcgrad+gua``, ``adam+enforce``, ...  The model kept is the one at the last epoch, as
+``config+gua``, ``pcgrad+gua``, ``adam+enforce``, ...; or ``best``: the case's own configuration, the
+overrides of ``benchmarks/pinnacle/best/CASE.set`` (`best_settings`) on the case's spec, with its own stages
+and epochs (``--epochs`` does not apply to it).  The model kept is the one at the last epoch, as
 PINNacle reports it (the runs validate once, at the end).  Metrics over every test point and every output:
 
     L2RE = ||u - u*||_2 / ||u*||_2      L1RE = ||u - u*||_1 / ||u*||_1      MSE = mean((u - u*)^2)
@@ -37,6 +39,9 @@ from ._gum import BenchError, names, run_main, sci, seeds
 
 #: the folder of the case specs, relative to a checkout (or to the working directory)
 CASES_DIR = os.path.join("benchmarks", "pinnacle", "cases")
+#: the folder of the cases' best configurations (``CASE.set``), beside CASES_DIR
+BEST_DIR = "best"
+BEST = "best"  # the method that runs them
 DEFAULT_METHODS = ("adam", "config", "config+gua")
 DEFAULT_EPOCHS = 20000
 VANILLA = "adam"  # the method name of PINNacle's vanilla PINN: no surgery, the optimizer alone
@@ -85,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS), metavar="LIST",
                    help="comma-separated methods: adam (vanilla: the losses summed), a surgery method, or either "
                         "with +gua and/or +enforce (every condition of the case that enforce takes, by "
-                        f"construction) (default {','.join(DEFAULT_METHODS)})")
+                        "construction); or best: each case's configuration in benchmarks/pinnacle/best/CASE.set, "
+                        f"with its own epochs (default {','.join(DEFAULT_METHODS)})")
     p.add_argument("--seeds", default="0", metavar="LIST", help="seeds: 0,1,2 or 0-4 (default 0)")
     p.add_argument("--epochs", type=positive, default=DEFAULT_EPOCHS, metavar="N",
                    help=f"training epochs per run (default {DEFAULT_EPOCHS}, PINNacle's)")
@@ -124,6 +130,8 @@ def method_settings(method: str) -> dict[str, str]:
     """``adam`` -> surgery none; ``config+gua`` -> surgery config, align gua; ``pcgrad`` -> surgery pcgrad;
     a ``+enforce`` suffix (``adam+enforce``, ``config+gua+enforce``) also enforces every condition of the case
     that can be (`enforceable`)."""
+    if method.strip() == BEST:
+        return {}  # the case's file says (`best_settings`)
     surgery, suffixes = method.strip(), set()
     while surgery.endswith(("+gua", "+enforce")):
         surgery, _, suffix = surgery.rpartition("+")
@@ -155,6 +163,32 @@ def enforceable(path: str) -> list[str]:
             continue
         kept.append(condition.name)
     return kept
+
+
+def best_settings(folder: str, case: str) -> dict[str, str]:
+    """The overrides of the case's best configuration: ``FOLDER/../best/CASE.set``, one ``KEY = VALUE`` per
+    line as ``pinnspec train --set`` takes them (``stage`` lists its stages separated by ';'), ``#`` starting a
+    comment.  Plain text: nothing in it runs."""
+    path = os.path.join(os.path.dirname(os.path.abspath(folder)), BEST_DIR, f"{case}.set")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        raise BenchError(f"--methods best: no configuration for {case} ({path}); write one, one KEY = VALUE "
+                         "per line (e.g. stage = adam(lr = 1e-3) epochs = 2000; ssbroyden epochs = 5000, dtype = "
+                         "float64)") from None
+    found: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, sep, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value or key in found or key == "seed":
+            what = "the seed is --seeds'" if key == "seed" else (f"'{key}' is given twice" if key in found
+                                                                  else "expected KEY = VALUE")
+            raise BenchError(f"{path}:{number}: {what}")
+        found[key] = value
+    return found
 
 
 def extra_settings(items: list[str], fixed: dict[str, str]) -> dict[str, str]:
@@ -261,12 +295,17 @@ def _run(args) -> int:
                 if any(settings[m].get("enforce") == EVERY_ENFORCEABLE for m in methods)}
 
     def cell_settings(case: str, method: str) -> dict[str, str]:
-        found = dict(settings[method])
+        if method == BEST:  # the case's own stages and epochs, scored at its last epoch like the others
+            own = best_settings(folder, case)
+            epochs = _total_epochs(os.path.join(folder, f"{case}.pinn"), own)
+            base = {k: v for k, v in fixed.items() if k not in ("epochs", "validate")}
+            return {**base, "validate": f"test every {epochs}", **own}
+        found = {**fixed, **settings[method]}
         if found.get("enforce") == EVERY_ENFORCEABLE:
             found["enforce"] = enforced[case]
         return found
 
-    sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed={**fixed, **cell_settings(case, method)},
+    sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed=cell_settings(case, method),
                     out=os.path.join(args.out, "runs", case, _slug(method))) for case, method in cells]
     started = time.perf_counter()
     if args.table_only:
@@ -292,13 +331,25 @@ def _run(args) -> int:
 
     throughput = {"wall_s": wall, "epochs": trained, "epochs_per_s": trained / wall if wall > 0 else None,
                   "runs": sum(len(r.outcomes) for r in reports)}
-    text = markdown(rows, args, seed_list, throughput)
+    best = {case: best_settings(folder, case) for case in chosen} if BEST in methods else None
+    text = markdown(rows, args, seed_list, throughput, best)
     paths = write(args.out, text, rows)
     plots = [plot_case(case, methods, per_run, os.path.join(args.out, "plots", f"{case}.png")) for case in chosen]
     print(text)
     print(f"wrote {paths['markdown']}, {paths['csv']} and {sum(p is not None for p in plots)} plot(s) in "
           f"{os.path.join(args.out, 'plots')}")
     return max((r.exit_code for r in reports), default=0)
+
+
+def _total_epochs(path: str, overrides: dict[str, str]) -> int:
+    """The epochs of the spec at ``path`` with ``overrides`` (a spec error names the file and the override)."""
+    from ..lang import SpecError, load
+    from ..lang._overrides import apply_overrides
+
+    try:
+        return int(apply_overrides(load(path), overrides).ir.training.setting("epochs"))
+    except SpecError as err:
+        raise BenchError(f"--methods best: {path} with its best configuration: {err}") from None
 
 
 def _epochs_trained(outcome: dict) -> int:
@@ -310,10 +361,12 @@ def _epochs_trained(outcome: dict) -> int:
 
 
 # ====================================================================== outputs
-def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict) -> str:
+def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
+             best: dict[str, dict[str, str]] | None = None) -> str:
     rate = throughput["epochs_per_s"]
+    own = " (best: each case's own)" if best else ""
     lines = ["# pinnspec bench pinnacle", "",
-             f"{args.epochs} epochs per run, seeds {','.join(map(str, seed_list))}, device {args.device}, "
+             f"{args.epochs} epochs per run{own}, seeds {','.join(map(str, seed_list))}, device {args.device}, "
              f"jobs {args.jobs or 'default'}, compile {args.compile or 'as the specs say'}"
              + "".join(f", {item}" for item in args.settings)
              + ".  L2RE / L1RE / MSE over every test point and output of the model at the last epoch, mean ± "
@@ -330,6 +383,10 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict) -> 
                      f"{sci(r['l2re_mean'], r['l2re_std'])} | {sci(r['l1re_mean'], r['l1re_std'])} | "
                      f"{sci(r['mse_mean'], r['mse_std'])} | {speed} | {r['pinnacle_vanilla']:.2e} | "
                      f"{r['pinnacle_best']:.2e} ({r['pinnacle_best_method']}) |")
+    if best:
+        lines += ["", "`best`: each case's spec with these settings (benchmarks/pinnacle/best/CASE.set):", ""]
+        lines += [f"- {CASES[case].label}: " + "; ".join(f"`{k} = {v}`" for k, v in settings.items())
+                  for case, settings in best.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -210,24 +210,25 @@ class CompiledProblem:
 
     # ================================================================== points
     def sample(self, epoch: int, seed: int | None = None, *, device="cpu", dtype=torch.float32,
-               residual=None) -> Points:
+               residual=None, block: int | None = None) -> Points:
         """The points of ``epoch`` as tensors: a pure function of seed and epoch, except the equation sets
         of an adaptive sampler (``rad``, ``rard``, ``r3``), which follow ``residual(set_index, x [n, d]) ->
         |r| [n]`` (:meth:`residual_function` of the model at this epoch) from the first resampling on.
-        Without ``residual`` every set is its sampler's base draw."""
+        Without ``residual`` every set is its sampler's base draw.  ``block`` replaces the resampling block
+        of ``epoch`` (`PointPlan.sample`)."""
         seed = self.seed if seed is None else int(seed)
-        sets = self.point_plan.sample(seed, int(epoch))
+        sets = self.point_plan.sample(seed, int(epoch), block)
         if residual is not None and self.adaptive is not None:
-            sets = self.adapted(seed, int(epoch), sets, residual)
+            sets = self.adapted(seed, int(epoch), sets, residual, block)
         return self.points(epoch, sets, device=device, dtype=dtype)
 
-    def adapted(self, seed: int, epoch: int, sets: list[PointSet], residual) -> list[PointSet]:
+    def adapted(self, seed: int, epoch: int, sets: list[PointSet], residual, block: int | None = None) -> list[PointSet]:
         """``sets`` (the point plan's draws of ``epoch``) with the adaptive sets redrawn by the spec's adaptive
         sampler.  Block 0 keeps the base draw.  In a later block a set starts from its points of the last
         block drawn before it (`rard`, `r3`; the base draw of this block where none was, e.g. after a
         resume), and the same block drawn again starts from the same points: equal residuals give equal sets.
         The candidates and choices come from ``default_rng([seed, block, set, ADAPTIVE_STREAM])``."""
-        block = self.point_plan.block(epoch)
+        block = self.point_plan.block(epoch) if block is None else int(block)
         sets = list(sets)
         for index in self.adaptive_sets:
             planned = self.point_plan.sets[index]

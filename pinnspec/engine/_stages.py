@@ -1,21 +1,27 @@
-"""Second-order stages: what an ``lbfgs`` stage minimises, and how.
+"""Second-order stages: what a quasi-Newton stage (``lbfgs``, ``bfgs``, ``ssbfgs``, ``ssbroyden``) minimises,
+and how.
 
 A first-order stage runs the update chain (weights -> surgery -> proposal -> alignment, `_chain`).  A
 second-order stage minimises ONE objective instead,
 
-    f(theta) = sum_i lambda_i L_i(theta)        L_i the task losses of the spec's grouping on fixed points,
-                                                lambda [m] the task weights when the stage began (1 without
-                                                a `weights` statement), frozen for the whole stage; a causal
-                                                condition's chunk weights are frozen likewise, and `weights
-                                                rba`'s per-point weights are not applied
+    f(theta) = sum_i lambda_i L_i(theta)        L_i the task losses of the spec's grouping on the stage's
+                                                points, lambda [m] the task weights when the stage began (1
+                                                without a `weights` statement), frozen for the whole stage; a
+                                                causal condition's chunk weights are frozen while the points
+                                                are, and `weights rba`'s per-point weights are not applied
 
-by L-BFGS with a line search (`pinnspec.optim.LBFGS`).  Why the sum and not a surgery-combined direction:
-L-BFGS builds its curvature pairs from differences of the gradient of one function and accepts a step by
-the Wolfe conditions on that function.  The direction of a surgery method (ConFIG, PCGrad, ...) is not the
-gradient of any function, so neither the pairs nor the line search would mean anything; and GUA aligns an
-optimizer's *proposal* with the optimizer state of an adaptive first-order method (the paper's Adam moments),
-which L-BFGS does not have.  A second-order stage therefore applies neither surgery nor alignment, and says
-so when it begins.  The points are fixed for the stage: those of the point plan at the stage's first epoch.
+by a quasi-Newton method with a line search (`pinnspec.optim._quasi_newton`).  Why the sum and not a
+surgery-combined direction: a quasi-Newton method builds its curvature pairs from differences of the gradient
+of one function and accepts a step by the Wolfe conditions on that function.  The direction of a surgery method
+(ConFIG, PCGrad, ...) is not the gradient of any function, so neither the pairs nor the line search would mean
+anything; and GUA aligns an optimizer's *proposal* with the optimizer state of an adaptive first-order method
+(the paper's Adam moments), which a quasi-Newton method does not have.  A second-order stage therefore applies
+neither surgery nor alignment, and says so when it begins.
+
+Points: those of the point plan at the stage's first epoch, fixed for the stage; with ``resample = N`` the stage
+draws new ones every N of its epochs (the spec's sampler; an adaptive sampler follows the model's residual) and
+evaluates f and its gradient anew there, keeping the method's memory (the curvature pairs, or the dense inverse
+Hessian), as Urban, Stefanou & Pons (2025) do between their BFGS restarts.
 """
 
 from __future__ import annotations

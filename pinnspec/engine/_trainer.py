@@ -41,12 +41,17 @@ from . import _artifacts as files
 from . import _schedule  # noqa: F401  (registers the schedules)
 from ._chain import ChainState, UpdateChain
 from ._execute import Execution, StepContext, StepOut, plan_execution
+from ..optim._quasi_newton import DENSE_LIMIT_BYTES, dense_bytes, quasi_newton
 from ._stages import SummedObjective
 from ._weights import GradNorm, ntk_diagonal_mean
 
 EVAL_BATCH = 65_536
-#: an lbfgs stage stops moving after this many line searches in a row without a decrease (at the precision floor)
+#: a quasi-Newton stage stops moving after this many line searches in a row without a decrease (at the precision floor)
 STALLED_LINE_SEARCHES = 3
+#: the resampling blocks of a quasi-Newton stage's later point sets (`stage ... resample = N`) are numbered
+#: from here on (the block of one begun at epoch e is SECOND_ORDER_BLOCKS + e), apart from the spec's own
+#: blocks (epoch // resample_every < 2^32), so that their draws are new ones
+SECOND_ORDER_BLOCKS = 2 ** 32
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -217,7 +222,8 @@ class Trainer:
             raise ValueError("causal weighting takes each time chunk's mean over all of its points: data-parallel "
                              "runs (point sets split over ranks) do not take it; train without --distributed")
         if distributed and any(s.second_order for s in self.stages):
-            raise ValueError("an lbfgs stage does not run data-parallel (its line search is one process's): "
+            raise ValueError("a quasi-Newton stage (lbfgs, bfgs, ssbfgs, ssbroyden) does not run data-parallel (its "
+                             "line search is one process's): "
                              "train the spec without --distributed")
         self.stage_index = 0
         self.dtype = _DTYPES[self.stages[0].dtype]
@@ -228,12 +234,13 @@ class Trainer:
         self.params = self.problem.init_params(device=self.device, dtype=self.dtype)
         self.theta: list[torch.Tensor] = list(self.model.parameters()) + list(self.params.values())
         self.numels = [t_.numel() for t_ in self.theta]
+        self._check_dense_stages()
         self.schedule = SCHEDULES.get(t.schedule.name)(**t.schedule.options)
         self.chain_generator = torch.Generator().manual_seed(self.seed + 1)  # PCGrad orders, Hutchinson probes
         self.condition_names = [c.name for c in p.conditions]
-        self.lbfgs = self.lbfgs_state = self.objective = None  # a second-order stage's method, state, objective
-        self.lbfgs_failures = 0  # consecutive line searches without a decrease
-        self.lbfgs_stopped: str | None = None  # why the stage stopped moving (converged or stalled), if it did
+        self.qn = self.qn_state = self.objective = None  # a second-order stage's method, state, objective
+        self.qn_failures = 0  # consecutive line searches without a decrease
+        self.qn_stopped: str | None = None  # why the stage stopped moving (converged or stalled), if it did
         self._fixed_points = None  # a second-order stage's points
         #: `weights rba`: condition -> lambda [N] per point (empty before the first step), else None; the step
         #: computes the new lambda into `_attention_next`, kept once the step succeeded
@@ -312,6 +319,18 @@ class Trainer:
             warnings.filterwarnings("ignore", message=r"`torch\._prims_common\.check` is deprecated",
                                     category=FutureWarning)
 
+    def _check_dense_stages(self) -> None:
+        """Refuses a bfgs-family stage whose dense [p, p] inverse Hessian would pass `DENSE_LIMIT_BYTES`."""
+        p = sum(self.numels)
+        for k, stage in enumerate(self.stages):
+            if stage.second_order and stage.optimizer.name != "lbfgs":
+                size = dense_bytes(p, _DTYPES[stage.dtype])
+                if size > DENSE_LIMIT_BYTES:
+                    raise ValueError(
+                        f"stage {k + 1} ({stage.optimizer.name}) keeps a dense {p:,} x {p:,} inverse Hessian: "
+                        f"{size / 1024 ** 3:.1f} GiB, over the {DENSE_LIMIT_BYTES / 1024 ** 3:.0f} GiB limit; use "
+                        "`stage lbfgs(...)` (memory 2 x history x p) or a smaller network")
+
     def _stage_of(self, epoch: int) -> int:
         return max(k for k, start in enumerate(self.stage_starts) if start <= epoch)
 
@@ -332,23 +351,29 @@ class Trainer:
         if k > 0:
             self._build_chain(k)
         if stage.second_order:
-            from ..optim._lbfgs import LBFGS
-
-            self.lbfgs = LBFGS(**stage.optimizer.options)
-            self.lbfgs_label = stage.optimizer.name
-            self.lbfgs_failures, self.lbfgs_stopped = 0, None
-            self._fixed_points = self._sample(self.stage_starts[k])
-            self.objective = SummedObjective(self.problem, self.model, self.params, self._fixed_points,
-                                             self.grouping.name, self.state.weights, self.plan.engine,
-                                             self.condition_names)
+            self.qn = quasi_newton(stage.optimizer.name, stage.optimizer.options)
+            self.qn_label = stage.optimizer.name
+            self.qn_failures, self.qn_stopped = 0, None
+            self._stage_objective(self.stage_starts[k])
         else:
-            self.lbfgs = self.lbfgs_state = self.objective = self._fixed_points = None
+            self.qn = self.qn_state = self.objective = self._fixed_points = None
+
+    def _stage_objective(self, epoch: int) -> None:
+        """A quasi-Newton stage's points for ``epoch`` and its objective on them: the points drawn at the
+        stage's first epoch, or (``resample = N``) at the first epoch of the N-epoch block holding ``epoch``."""
+        k, start = self.stage_index, self.stage_starts[self.stage_index]
+        every = self.stages[k].resample
+        first = start + (epoch - start) // every * every if every else start
+        self._fixed_points = self._sample(first, None if first == start else SECOND_ORDER_BLOCKS + first)
+        self.objective = SummedObjective(self.problem, self.model, self.params, self._fixed_points,
+                                         self.grouping.name, self.state.weights, self.plan.engine,
+                                         self.condition_names)
 
     def _initial_stage_state(self, k: int) -> None:
         """The states stage ``k`` begins with: a fresh chain state keeping the task weights (first-order), or
         the method's state at the parameters now (second-order, one evaluation of the objective)."""
         if self.stages[k].second_order:
-            self.lbfgs_state = self.lbfgs.init(self.objective, self._theta_flat())
+            self.qn_state = self.qn.init(self.objective, self._theta_flat())
         elif k > 0:
             fresh = self.chain.init(self._theta_flat(), [tuple(t_.shape) for t_ in self.theta], self.grouping.m)
             self.state = fresh._replace(weights=self.state.weights)
@@ -368,8 +393,9 @@ class Trainer:
         note = (f"stage {k + 1}/{len(self.stages)}: {stage}, from {start}")
         if stage.second_order:
             t = self.spec.ir.training
+            points = f"points new every {stage.resample} epochs" if stage.resample else "fixed points"
             note += (f"; it minimises the {'weighted ' if weights is not None else ''}sum of the task losses at "
-                     f"fixed points, without surgery or alignment ({t.surgery.name}, {t.align.name} apply to "
+                     f"{points}, without surgery or alignment ({t.surgery.name}, {t.align.name} apply to "
                      "first-order stages); it runs eagerly")
         self._notice(note, prefix=False)
 
@@ -397,10 +423,11 @@ class Trainer:
             self._points_block = block
         return self._points
 
-    def _sample(self, epoch: int):
+    def _sample(self, epoch: int, block: int | None = None):
         if not self.distributed:
             return self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype,
-                                       residual=self.problem.residual_function(self.model, self.params))
+                                       residual=self.problem.residual_function(self.model, self.params),
+                                       block=block)
         from ._parallel import shard  # this rank's rows of every set
 
         parts = [shard(s, self.rank, self.world) for s in self.problem.point_plan.sample(self.seed, epoch)]
@@ -436,7 +463,7 @@ class Trainer:
     def step(self, epoch: int) -> dict:
         """One epoch: points -> execute (losses, G, the chain's step) -> one fetch -> divergence checks ->
         apply -> the history row.  In a second-order stage, one iteration of its method (`_second_order_step`)."""
-        if self.lbfgs is not None:
+        if self.qn is not None:
             return self._second_order_step(epoch)
         points = self._points_for(epoch)
         start, stage = self.stage_starts[self.stage_index], self.stages[self.stage_index]
@@ -472,9 +499,14 @@ class Trainer:
         the history row's lr is the accepted step length.  Once the method has stopped moving (converged,
         or stalled at the precision floor) the stage's remaining epochs keep the parameters."""
         theta = self._theta_flat()  # [p]
+        start, every = self.stage_starts[self.stage_index], self.stages[self.stage_index].resample
+        if every and epoch > start and (epoch - start) % every == 0:  # new points: the memory is kept
+            self._stage_objective(epoch)
+            self.qn_state = self.qn.restarted(self.objective, theta, self.qn_state)
+            self.qn_failures, self.qn_stopped = 0, None
         move, info = torch.zeros_like(theta), None  # [p]
-        if not self.lbfgs_stopped:
-            move, self.lbfgs_state, info = self.lbfgs.step(self.objective, theta, self.lbfgs_state)  # x_new - x
+        if not self.qn_stopped:
+            move, self.qn_state, info = self.qn.step(self.objective, theta, self.qn_state)  # x_new - x
         values = self._second_order_values(self.objective.logged(theta + move))
         if not (math.isfinite(values.loss) and all(map(math.isfinite, values.tasks))
                 and bool(torch.isfinite(move).all())):
@@ -490,15 +522,15 @@ class Trainer:
     def _check_second_order_progress(self, epoch: int, info) -> None:
         """Marks the stage stopped (with a notice) when its method converged on the gradient, or when
         `STALLED_LINE_SEARCHES` line searches in a row found no decrease."""
-        self.lbfgs_failures = self.lbfgs_failures + 1 if info.t == 0.0 else 0
+        self.qn_failures = self.qn_failures + 1 if info.t == 0.0 else 0
         reason = None
-        if self.lbfgs.converged(self.lbfgs_state):
-            reason = f"max |grad f| <= {self.lbfgs.tolerance_grad:g}"
-        elif self.lbfgs_failures >= STALLED_LINE_SEARCHES:
+        if self.qn.converged(self.qn_state):
+            reason = f"max |grad f| <= {self.qn.tolerance_grad:g}"
+        elif self.qn_failures >= STALLED_LINE_SEARCHES:
             reason = f"{STALLED_LINE_SEARCHES} line searches in a row found no decrease of f = {info.loss:.6e}"
         if reason is not None:
-            self.lbfgs_stopped = f"stopped at epoch {epoch + 1}: {reason}"
-            self._notice(f"stage {self.stage_index + 1} ({self.lbfgs_label}) {self.lbfgs_stopped}; its remaining "
+            self.qn_stopped = f"stopped at epoch {epoch + 1}: {reason}"
+            self._notice(f"stage {self.stage_index + 1} ({self.qn_label}) {self.qn_stopped}; its remaining "
                          "epochs keep the parameters", prefix=False)
 
     def _second_order_values(self, logged: torch.Tensor) -> "_StepValues":
@@ -836,8 +868,9 @@ class Trainer:
             "epoch": self.epoch,
             "stage": self.stage_index,
             **({"attention": dict(self.attention)} if self.attention is not None else {}),
-            **({"lbfgs": {**self.lbfgs.state_dict(self.lbfgs_state), "failures": self.lbfgs_failures,
-                          "stopped": self.lbfgs_stopped or ""}} if self.lbfgs is not None else {}),
+            **({"quasi_newton": {**self.qn.state_dict(self.qn_state), "failures": self.qn_failures,
+                                 "stopped": self.qn_stopped or "", "causal": self.objective.unit.causal_weights}}
+               if self.qn is not None else {}),
             "model": self.model.state_dict(),
             "params": {k: v.detach() for k, v in self.params.items()},
             **self.chain.state_dict(self.state),
@@ -873,11 +906,14 @@ class Trainer:
         self.lowest_loss = state.get("lowest_loss")  # absent in checkpoints written before the blow-up check
         if self.attention is not None:
             self.attention = _to_device(dict(state["attention"]), self.device)
-        if self.lbfgs is not None:
-            self.objective.weights = self.state.weights
-            saved = _to_device(state["lbfgs"], self.device)
-            self.lbfgs_state = self.lbfgs.load_state_dict(saved)
-            self.lbfgs_failures, self.lbfgs_stopped = int(saved["failures"]), saved["stopped"] or None
+        if self.qn is not None:
+            # the points of the block the run resumes in, drawn with the loaded model (adaptive samplers: see
+            # docs/sampling.md), and the objective's frozen causal weights of the run
+            self._stage_objective(self.epoch)
+            saved = _to_device(state["quasi_newton"], self.device)
+            self.objective.unit.causal_weights = saved["causal"]
+            self.qn_state = self.qn.load_state_dict(saved)
+            self.qn_failures, self.qn_stopped = int(saved["failures"]), saved["stopped"] or None
 
     def _save_checkpoint(self) -> None:
         files.save_torch(os.path.join(self.out, "checkpoint.pt"), self.state_dict())

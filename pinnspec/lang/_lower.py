@@ -349,6 +349,7 @@ class Lowering:
             elif not lo < hi:
                 what = "empty" if lo == hi else "reversed"
                 self.diag.error(iv.span, f"{what} interval [{lo:g}, {hi:g}] for '{name}': the lower end must be below the upper end")
+                lo, hi = 0.0, 1.0  # keep going (shapes and the domain need a box); the error is reported
             self.coordinates.append(ir.Coordinate(name, lo, hi, is_time=isinstance(st, A.Time)))
 
     def _finish_coordinates(self):
@@ -1126,9 +1127,15 @@ class Lowering:
             values = self._keyword_settings(st.settings, catalog.STAGE_SETTINGS, "stage", "a stage takes", {})
             if "epochs" not in values:
                 self.diag.error(st.span, "a stage needs its epochs, e.g. 'stage adam(lr = 1e-3) epochs = 1000'")
+            if "resample" in values and call is not None and call.name not in catalog.SECOND_ORDER_STAGES:
+                where = next(kw.span for kw in st.settings if kw.name.name == "resample")
+                self.diag.error(where, "'resample' is a setting of quasi-Newton stages (lbfgs, bfgs, ssbfgs, "
+                                "ssbroyden); a first-order stage draws its points as the spec's 'resample' says")
+                continue
             if call is None or _BAD in values.values() or "epochs" not in values:
                 continue
-            stages.append(ir.Stage(call, values["epochs"], values.get("dtype", settings.get("dtype", "float32"))))
+            stages.append(ir.Stage(call, values["epochs"], values.get("dtype", settings.get("dtype", "float32")),
+                                   values.get("resample")))
         return tuple(stages)
 
     def _resolved_alignment(self, align: ir.CallSpec, optimizer: ir.CallSpec, statements) -> ir.CallSpec:

@@ -55,7 +55,8 @@ def apply_overrides(spec, overrides: dict[str, object], written: dict[str, str] 
     """A new checked Spec: ``spec`` with ``overrides`` applied (key -> value text).
 
     Keys: the training statements (``optimizer = "adam(lr = 1e-3)"``; ``stage`` replaces every stage
-    statement, its value the stages separated by ';': ``"adam epochs = 100; lbfgs epochs = 50"``; ``causal``
+    statement, its value the stages separated by ';': ``"adam epochs = 100; lbfgs epochs = 50"``, and with
+    them an ``optimizer`` statement and ``train epochs``, which stages exclude; ``causal``
     likewise: ``"pde(eps = 1)"``, ``"none"``), ``sampler``,
     ``resample`` ("every 10" | "never"), ``test``, ``validate`` ("test every 100"),
     and every ``train`` setting (``epochs``, ``grouping``, ``seed``, ...).
@@ -116,7 +117,17 @@ def _resolved_text(spec, overrides: dict[str, object], written: dict[str, str]) 
     lines = spec.source.splitlines()
     places = _Places(spec.filename, len(lines))
     train_overrides = {k: str(v) for k, v in overrides.items() if k in catalog.TRAIN_SETTINGS}
-    kept_train = _comment_out_replaced(spec, lines, {k for k in overrides if k in STATEMENT_KEYS}, bool(train_overrides))
+    replaced = {k for k in overrides if k in STATEMENT_KEYS}
+    # stages name their optimizers and epochs: `stage` also replaces an `optimizer` statement and `train epochs`
+    stages_given = "stage" in overrides and "optimizer" not in overrides
+    if stages_given:
+        replaced.add("optimizer")
+    train_epochs = any(kw.name.name == "epochs" for st in spec.ast.statements if st.keyword == "train"
+                       for kw in st.settings)
+    replaces_train = bool(train_overrides) or (stages_given and train_epochs)
+    kept_train = _comment_out_replaced(spec, lines, replaced, replaces_train)
+    if stages_given:
+        kept_train.pop("epochs", None)
     added = [HEADER]
     for key in STATEMENT_KEYS:
         if key not in overrides:
@@ -125,7 +136,7 @@ def _resolved_text(spec, overrides: dict[str, object], written: dict[str, str]) 
         for value in values:
             added.append(f"{key} {value}")
             places.add(len(lines) + len(added), 1, added[-1], written[key])
-    if train_overrides:
+    if train_overrides or (replaces_train and kept_train):
         added.append(_train_line(len(lines) + len(added) + 1, {**kept_train, **train_overrides}, written, places))
     return "\n".join(lines + added) + "\n", places
 

@@ -104,10 +104,11 @@ class PointPlan:
         return os.path.join(self.problem.source_dir or ".", region.path)
 
     # ------------------------------------------------------------------ drawing
-    def sample(self, seed: int, epoch: int) -> list[PointSet]:
-        """Every set's points for ``epoch`` (one PointSet per entry of :attr:`sets`)."""
+    def sample(self, seed: int, epoch: int, block: int | None = None) -> list[PointSet]:
+        """Every set's points for ``epoch`` (one PointSet per entry of :attr:`sets`); ``block`` replaces
+        the resampling block of ``epoch`` (a quasi-Newton stage's own blocks: `SECOND_ORDER_BLOCKS`)."""
         _check_nonnegative("seed", seed)
-        block = self.block(epoch)
+        block = self.block(epoch) if block is None else int(block)
         out = []
         for s in self.sets:
             if s.is_data:

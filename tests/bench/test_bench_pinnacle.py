@@ -142,3 +142,48 @@ def test_end_to_end_and_restart(tmp_path, capsys):
     with open(out / "pinnacle.csv", encoding="utf-8") as fh:
         assert [r["completed"] for r in csv.DictReader(fh)] == ["0", "1"]
     assert not (out / "runs" / "burgers1d" / "adam" / "seed=0" / "result.json").exists()
+
+
+def test_best_settings_are_read_as_plain_key_value_lines(tmp_path):
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "best").mkdir()
+    (tmp_path / "best" / "pnd.set").write_text("# comment\nmodel = mlp(width = 8)   # trailing\n\n"
+                                               "stage = adam epochs = 3; ssbroyden epochs = 2, dtype = float64\n")
+    assert _pinnacle.best_settings(str(tmp_path / "cases"), "pnd") == {
+        "model": "mlp(width = 8)", "stage": "adam epochs = 3; ssbroyden epochs = 2, dtype = float64"}
+    with pytest.raises(_pinnacle.BenchError, match="no configuration for wave1dc"):
+        _pinnacle.best_settings(str(tmp_path / "cases"), "wave1dc")
+    for text, phrase in (("model = a\nmodel = b\n", "pnd.set:2: 'model' is given twice"),
+                         ("seed = 3\n", "pnd.set:1: the seed is --seeds'"), ("model\n", "expected KEY = VALUE")):
+        (tmp_path / "best" / "pnd.set").write_text(text)
+        with pytest.raises(_pinnacle.BenchError, match=phrase):
+            _pinnacle.best_settings(str(tmp_path / "cases"), "pnd")
+
+
+@pytest.mark.parametrize("case", sorted(p.stem for p in (ROOT / "benchmarks" / "pinnacle" / "best").glob("*.set")))
+def test_the_shipped_best_configurations_check(case):
+    """Each shipped best configuration applies to its case's spec (the stages replace its optimizer and epochs)."""
+    settings = _pinnacle.best_settings(str(CASES), case)
+    assert _pinnacle._total_epochs(str(CASES / f"{case}.pinn"), settings) > 0
+
+
+def test_best_runs_a_cases_own_stages_and_scores_the_last_epoch(tmp_path, capsys):
+    text = (CASES / "burgers1d.pinn").read_text(encoding="utf-8")
+    text = text.replace("points burgers 8192, walls 2048, ic 2048", "points burgers 128, walls 32, ic 32")
+    text = text.replace('"../ref/burgers1d.dat"', json.dumps(str(ROOT / "benchmarks" / "pinnacle" / "ref" /
+                                                                 "burgers1d.dat")))
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "best").mkdir()
+    (tmp_path / "cases" / "burgers1d.pinn").write_text(text, encoding="utf-8")
+    (tmp_path / "best" / "burgers1d.set").write_text(
+        "model = mlp(width = 8, depth = 2)\nenforce = ic, walls\n"
+        "stage = adam(lr = 1e-2) epochs = 3; ssbroyden epochs = 2, dtype = float64\n")
+    out = tmp_path / "out"
+    argv = ["--cases", "burgers1d", "--methods", "best", "--epochs", "50", "--jobs", "1", "--threads", "1",
+            "--cases-dir", str(tmp_path / "cases"), "--out", str(out)]
+    assert bench.main("pinnacle", argv) == 0
+    printed = capsys.readouterr().out
+    assert "trained 1 run(s), 5 epochs" in printed  # the stages' 3 + 2, not --epochs
+    assert "- Burgers1d-C: `model = mlp(width = 8, depth = 2)`; `enforce = ic, walls`" in printed
+    result = json.loads((out / "runs" / "burgers1d" / "best" / "seed=0" / "result.json").read_text())
+    assert result["best_epoch"] == result["epochs"] == 5 and result["dtype"] == "float32 then float64"

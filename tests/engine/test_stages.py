@@ -1,5 +1,6 @@
-"""Training in stages: a first-order stage then L-BFGS in float64; the switch starts from the best checkpoint;
-a run stopped inside either stage resumes bit for bit; `--set stage=...` replaces the stages."""
+"""Training in stages: a first-order stage then a quasi-Newton one (L-BFGS, or self-scaled Broyden drawing new
+points) in float64; the switch starts from the best checkpoint; a run stopped inside either stage resumes bit for
+bit; `--set stage=...` replaces the stages."""
 
 import csv
 import math
@@ -30,13 +31,17 @@ surgery   config
 align     gua
 {weights}
 stage adam(lr = 5e-3) epochs = 30
-stage lbfgs(history = 10, max_evals = 10) epochs = 12, dtype = float64
+{second}
 train     grouping = three, seed = 0, device = cpu, checkpoint_every = 4
 """
 
 
-def _spec(weights: str = ""):
-    return loads(SPEC.format(weights=weights))
+LBFGS_STAGE = "stage lbfgs(history = 10, max_evals = 10) epochs = 12, dtype = float64"
+SSBROYDEN_STAGE = "stage ssbroyden(max_evals = 10) epochs = 12, dtype = float64, resample = 4"
+
+
+def _spec(weights: str = "", second: str = LBFGS_STAGE):
+    return loads(SPEC.format(weights=weights, second=second))
 
 
 def _history(run_dir) -> list[dict]:
@@ -77,9 +82,14 @@ def test_the_switch_loads_the_best_checkpoint(tmp_path):
     assert all(torch.equal(seen["model"][k], seen["best"][k].to(torch.float64)) for k in seen["model"])
 
 
-@pytest.mark.parametrize("stop_at", [20, 35], ids=["inside adam", "inside lbfgs"])
-def test_resume_inside_a_stage_is_bit_identical(tmp_path, stop_at):
-    straight = Trainer(_spec("weights gradnorm(every = 10)"), str(tmp_path / "straight"))
+@pytest.mark.parametrize("stop_at, second, weights", [
+    (20, LBFGS_STAGE, "weights gradnorm(every = 10)"),
+    (35, LBFGS_STAGE, "weights gradnorm(every = 10)"),
+    (35, SSBROYDEN_STAGE, "causal pde(eps = 5, chunks = 4)"),  # new points at 34 and 38
+    (35, SSBROYDEN_STAGE.replace("resample = 4", "resample = 5"), "causal pde(eps = 5, chunks = 4)"),  # new points at 35
+], ids=["inside adam", "inside lbfgs", "inside ssbroyden", "at a resampling of ssbroyden"])
+def test_resume_inside_a_stage_is_bit_identical(tmp_path, stop_at, second, weights):
+    straight = Trainer(_spec(weights, second), str(tmp_path / "straight"))
     straight.run()
     holder = {}
 
@@ -87,11 +97,11 @@ def test_resume_inside_a_stage_is_bit_identical(tmp_path, stop_at):
         if line.startswith(f"epoch {stop_at}/"):
             holder["trainer"]._stop_requested = True
 
-    first = holder["trainer"] = Trainer(_spec("weights gradnorm(every = 10)"), str(tmp_path / "first"), log=stop)
+    first = holder["trainer"] = Trainer(_spec(weights, second), str(tmp_path / "first"), log=stop)
     assert first.run().status == "interrupted"
     saved = load_checkpoint(str(tmp_path / "first" / "checkpoint.pt"))
     assert saved["epoch"] == stop_at and saved["stage"] == (1 if stop_at > 30 else 0)
-    resumed = Trainer(_spec("weights gradnorm(every = 10)"), str(tmp_path / "first"))
+    resumed = Trainer(_spec(weights, second), str(tmp_path / "first"))
     resumed.load_state_dict(saved)
     resumed.run()
     a, b = straight.model.state_dict(), resumed.model.state_dict()
@@ -129,25 +139,24 @@ def test_set_stage_replaces_every_stage():
 
 def test_a_spec_without_stages_is_one_stage():
     spec = loads(SPEC.replace("stage adam(lr = 5e-3) epochs = 30\n", "optimizer adam(lr = 5e-3)\n")
-                 .replace("stage lbfgs(history = 10, max_evals = 10) epochs = 12, dtype = float64\n", "")
-                 .replace("train     grouping", "train     epochs = 7, grouping").format(weights=""))
+                 .replace("train     grouping", "train     epochs = 7, grouping").format(weights="", second=""))
     (stage,) = spec.ir.training.stage_list()
     assert (stage.optimizer.name, stage.epochs, stage.dtype) == ("adam", 7, "float32")
     assert not spec.ir.training.stages
 
 
 def test_a_stalled_lbfgs_stage_stops_moving_with_a_notice(monkeypatch, capsys):
-    from pinnspec.optim import _lbfgs
+    from pinnspec.optim import _quasi_newton
 
     def no_decrease(self, objective, x, state):  # every line search fails, as at the precision floor
-        return torch.zeros_like(x), state, _lbfgs.StepInfo(0.0, 2, False, float(state.loss))
+        return torch.zeros_like(x), state, _quasi_newton.StepInfo(0.0, 2, False, float(state.loss))
 
-    monkeypatch.setattr(_lbfgs.LBFGS, "step", no_decrease)
+    monkeypatch.setattr(_quasi_newton.LBFGS, "step", no_decrease)
     trainer = Trainer(_spec(), None)
     trainer.run()
     rows = trainer.history[30:]
     assert [r["evaluations"] for r in rows] == [2, 2, 2] + [0] * 9
-    assert trainer.lbfgs_stopped.startswith("stopped at epoch 33: 3 line searches in a row")
+    assert trainer.qn_stopped.startswith("stopped at epoch 33: 3 line searches in a row")
     assert "stage 2 (lbfgs) stopped at epoch 33" in capsys.readouterr().err
     assert len({r["loss"] for r in rows}) == 1
 
@@ -176,3 +185,50 @@ def test_the_conflicts_plot_shows_lbfgs_step_lengths_on_their_own_axis(tmp_path)
     assert max(line.get_xdata()) == 30 and max(line.get_ydata()) == pytest.approx(5e-3)  # the Adam stage only
     step_axis = next(a for a in fig.axes if a.get_ylabel() == "L-BFGS step length")
     assert min(step_axis.get_lines()[0].get_xdata()) == 31
+
+
+def test_a_ssbroyden_stage_draws_new_points_every_resample_epochs_and_keeps_its_memory(capsys):
+    trainer = Trainer(_spec(second=SSBROYDEN_STAGE), None)
+    seen = []
+    draw = trainer._stage_objective
+
+    def record(epoch):
+        draw(epoch)
+        seen.append((epoch, trainer._fixed_points.sets[0].x.detach().clone()))
+
+    trainer._stage_objective = record
+    method = trainer.stages[1]
+    trainer.run()
+    assert "new points every 4 epochs" in capsys.readouterr().err and method.resample == 4
+    assert [epoch for epoch, _ in seen] == [30, 34, 38]
+    first, second, third = (x for _, x in seen)
+    assert not torch.equal(first, second) and not torch.equal(second, third)
+    # the first block's points are the point plan's at the stage's first epoch (the spec never resamples)
+    assert torch.equal(first, trainer.problem.sample(30, 0, dtype=torch.float64).sets[0].x)
+    assert trainer.qn_state.H.shape == (sum(trainer.numels),) * 2  # the inverse Hessian survived the new points
+    assert all(row["evaluations"] >= 1 for row in trainer.history[30:])
+
+
+def test_a_dense_stage_over_the_memory_limit_is_refused(monkeypatch):
+    from pinnspec.engine import _trainer
+
+    monkeypatch.setattr(_trainer, "DENSE_LIMIT_BYTES", 1000)
+    with pytest.raises(ValueError, match=r"stage 2 \(ssbroyden\) keeps a dense .* use `stage lbfgs"):
+        Trainer(_spec(second=SSBROYDEN_STAGE), None)
+
+
+def test_resample_is_a_setting_of_quasi_newton_stages_only():
+    from pinnspec.lang import SpecError
+
+    with pytest.raises(SpecError, match="'resample' is a setting of quasi-Newton stages"):
+        loads(SPEC.format(weights="", second=LBFGS_STAGE).replace("epochs = 30", "epochs = 30, resample = 5"))
+
+
+def test_set_stage_on_a_spec_without_stages_replaces_its_optimizer_and_epochs():
+    plain = loads(SPEC.replace("stage adam(lr = 5e-3) epochs = 30\n", "optimizer adam(lr = 5e-3)\n")
+                  .replace("train     grouping", "train     epochs = 7, grouping").format(weights="", second=""))
+    spec = apply_overrides(plain, {"stage": "adam epochs = 5; ssbroyden epochs = 3, dtype = float64, resample = 2"})
+    assert [(s.optimizer.name, s.epochs, s.resample) for s in spec.ir.training.stages] == [
+        ("adam", 5, None), ("ssbroyden", 3, 2)]
+    assert spec.ir.training.setting("epochs") == 8 and spec.ir.training.setting("seed") == 0
+    assert "train grouping = three, seed = 0" in spec.source  # the other train settings kept

@@ -1,5 +1,5 @@
 """The accuracy toolkit on CUDA (skipped without a GPU; run on a lent GPU machine by ``.ci/gpu-check``):
-stages with an L-BFGS stage in float64 (and resume inside it), hard constraints and a periodic embedding,
+stages with an L-BFGS or a self-scaled Broyden stage in float64 (and resume inside them), hard constraints and a periodic embedding,
 causal weighting and residual-based attention, eager and compiled.
 
 ``PINNSPEC_TEST_DEVICE=cpu`` runs the same tests on the CPU (how their logic is checked without a GPU)."""
@@ -35,6 +35,8 @@ train seed = 0, device = {device}, checkpoint_every = 4{train}
 
 STAGES = """stage adam(lr = 5e-3) epochs = 20
 stage lbfgs(history = 10, max_evals = 10) epochs = 10, dtype = float64"""
+#: the dense self-scaled Broyden stage drawing new points every 3 epochs (at 23, 26, 29)
+SSBROYDEN = STAGES.replace("lbfgs(history = 10, max_evals = 10)", "ssbroyden(max_evals = 10)") + ", resample = 3"
 
 
 def _spec(more: str = "", train: str = ", epochs = 12"):
@@ -50,8 +52,9 @@ def test_stages_switch_to_lbfgs_in_float64_on_the_device(tmp_path):
     assert all(b <= a for a, b in zip(losses, losses[1:]))  # L-BFGS at fixed points never goes up
 
 
-def test_resume_inside_an_lbfgs_stage_on_the_device_is_bit_identical(tmp_path):
-    straight = Trainer(_spec(STAGES, train=""), str(tmp_path / "straight"))
+@pytest.mark.parametrize("stages", [STAGES, SSBROYDEN], ids=["lbfgs", "ssbroyden"])
+def test_resume_inside_a_quasi_newton_stage_on_the_device_is_bit_identical(tmp_path, stages):
+    straight = Trainer(_spec(stages, train=""), str(tmp_path / "straight"))
     straight.run()
     holder = {}
 
@@ -59,13 +62,14 @@ def test_resume_inside_an_lbfgs_stage_on_the_device_is_bit_identical(tmp_path):
         if line.startswith("epoch 25/"):
             holder["trainer"]._stop_requested = True
 
-    first = holder["trainer"] = Trainer(_spec(STAGES, train=""), str(tmp_path / "first"), log=stop)
+    first = holder["trainer"] = Trainer(_spec(stages, train=""), str(tmp_path / "first"), log=stop)
     first.run()
-    resumed = Trainer(_spec(STAGES, train=""), str(tmp_path / "first"))
+    resumed = Trainer(_spec(stages, train=""), str(tmp_path / "first"))
     resumed.load_state_dict(load_checkpoint(str(tmp_path / "first" / "checkpoint.pt")))
     resumed.run()
     a, b = straight.model.state_dict(), resumed.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
+    assert straight.qn_state.grad.device.type == DEVICE
 
 
 @pytest.mark.parametrize("compile_setting", ["off", "on"])

@@ -90,6 +90,8 @@ CASES = [
     ("face unknown coordinate", HEAD + PDE + "boundary bc on y = 0: u = 0\n", 6, 16, "unknown coordinate 'y'"),
     ("reversed interval", "problem p\nspace x in [1, 0]\nfield u\nequation pde: u_x = 0\n", 2, 7, "reversed interval"),
     ("empty interval", "problem p\nspace x in [1, 1]\nfield u\nequation pde: u_x = 0\n", 2, 7, "empty interval"),
+    ("empty interval beside shapes", "problem p\nspace x in [0, 1], y in [1, 1]\nshape hole = disk(center = (0.5, 0.5), "
+     "radius = 0.1)\ndomain plate = box - hole\nfield u\nequation pde: u_x = 0\n", 2, 20, "empty interval"),
     ("initial without time", "problem p\nspace x in [0, 1]\nfield u\nequation pde: u_xx = 0\ninitial ic: u = 0\n",
      5, 1, "needs a time coordinate"),
     ("periodic on time", HEAD + PDE + "periodic pbc on t: u\n", 6, 17, "periodic conditions are on space"),
