@@ -35,13 +35,13 @@ from .._rss import read_status, reset_peak
 from .. import catalog, models, optim, surgery  # noqa: F401  (register the built-in names)
 from ..compiler import compile_spec
 from ..models._periodic import PeriodicEmbedding
+from ..optim._quasi_newton import DENSE_LIMIT_BYTES, dense_bytes, quasi_newton
 from ..registry import MODELS, SCHEDULES
 from ..sampling._regions import files_outside_domain
 from . import _artifacts as files
 from . import _schedule  # noqa: F401  (registers the schedules)
 from ._chain import ChainState, UpdateChain
 from ._execute import Execution, StepContext, StepOut, plan_execution
-from ..optim._quasi_newton import DENSE_LIMIT_BYTES, dense_bytes, quasi_newton
 from ._stages import SummedObjective
 from ._weights import GradNorm, ntk_diagonal_mean
 

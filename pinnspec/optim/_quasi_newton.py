@@ -178,8 +178,7 @@ class _QuasiNewton:
         return new.step, state, StepInfo(new.t, evals, done, new.phi)
 
     def state_dict(self, state) -> dict:
-        return {**{k: v for k, v in state._asdict().items()},
-                "iteration": int(state.iteration), "evaluations": int(state.evaluations)}
+        return {**state._asdict(), "iteration": int(state.iteration), "evaluations": int(state.evaluations)}
 
 
 def _two_loop(g: Tensor, s: Tensor, y: Tensor) -> Tensor:
