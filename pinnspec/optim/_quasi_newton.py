@@ -26,7 +26,8 @@ from curvature pairs  s = x_{k+1} - x_k,  y = g_{k+1} - g_k,  and t from the str
     agrees) theta = 0 is taken.
 
   Before the first update H = (s'y / y'y) I (N&W eq. 6.20).  Every update keeps the secant condition
-  H+ y = s; H is symmetrised after each.  The matrix costs p^2 numbers: :data:`DENSE_LIMIT_BYTES` bounds it.
+  H+ y = s; H stays symmetric to rounding (three symmetric rank-one updates, one pass over it each).  The
+  matrix costs p^2 numbers: :data:`DENSE_LIMIT_BYTES` bounds it.
 
 Sign convention: gradients point uphill; the ``step`` returned by ``step`` is the move x_new - x (downhill),
 so the caller applies x <- x + step.  The objective is ``objective(x [p]) -> (f 0-d, g [p])``.  Nothing here
@@ -252,8 +253,11 @@ def self_scaled_update(H: Tensor, s: Tensor, y: Tensor, t: float, g: Tensor, upd
     theta, tau = broyden_parameters(update, b, h, s.numel())
     phi = (1.0 - theta) / (1.0 + (b * h - 1.0) * theta)  # the inverse update's parameter (1: BFGS)
     v = s * r - Hy / yHy  # [p]
-    new = (H - torch.outer(Hy, Hy) / yHy + (phi * yHy) * torch.outer(v, v)) / tau + r * torch.outer(s, s)  # [p, p]
-    return 0.5 * (new + new.T)
+    # three symmetric rank-one updates, one pass over the matrix each (a new full matrix per term would cost
+    # several times the gradient on a few thousand points)
+    new = torch.addr(H, Hy, Hy, beta=1.0 / tau, alpha=-1.0 / (yHy * tau))  # [p, p]
+    new.addr_(v, v, alpha=phi * yHy / tau)
+    return new.addr_(s, s, alpha=r)
 
 
 @dataclass(frozen=True)
