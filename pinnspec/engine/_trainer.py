@@ -914,6 +914,11 @@ class Trainer:
             self.objective.unit.causal_weights = saved["causal"]
             self.qn_state = self.qn.load_state_dict(saved)
             self.qn_failures, self.qn_stopped = int(saved["failures"]), saved["stopped"] or None
+            if self.problem.adaptive is not None:
+                # adaptive points drawn anew from the loaded model are not the saved state's: f and its gradient
+                # there, as at a resampling (a stale f would fail every line search)
+                self.qn_state = self.qn.restarted(self.objective, self._theta_flat(), self.qn_state)
+                self.qn_failures, self.qn_stopped = 0, None
 
     def _save_checkpoint(self) -> None:
         files.save_torch(os.path.join(self.out, "checkpoint.pt"), self.state_dict())

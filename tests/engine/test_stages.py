@@ -232,3 +232,25 @@ def test_set_stage_on_a_spec_without_stages_replaces_its_optimizer_and_epochs():
         ("adam", 5, None), ("ssbroyden", 3, 2)]
     assert spec.ir.training.setting("epochs") == 8 and spec.ir.training.setting("seed") == 0
     assert "train grouping = three, seed = 0" in spec.source  # the other train settings kept
+
+
+def test_resume_inside_a_quasi_newton_stage_with_adaptive_points_goes_on_moving(tmp_path):
+    """A resumed run draws adaptive points anew from the loaded model (docs/sampling.md): the stage evaluates f
+    and its gradient on them instead of keeping the checkpoint's, whose stale f would fail every line search."""
+    spec = SPEC.replace("points pde 100", "sampler rad(k = 1, c = 1)\nresample every 10\npoints pde 100")
+    holder = {}
+
+    def stop(line):
+        if line.startswith("epoch 35/"):
+            holder["trainer"]._stop_requested = True
+
+    first = holder["trainer"] = Trainer(loads(spec.format(weights="", second=SSBROYDEN_STAGE)), str(tmp_path / "run"),
+                                        log=stop)
+    assert first.run().status == "interrupted"
+    resumed = Trainer(loads(spec.format(weights="", second=SSBROYDEN_STAGE)), str(tmp_path / "run"))
+    resumed.load_state_dict(load_checkpoint(str(tmp_path / "run" / "checkpoint.pt")))
+    f, _ = resumed.objective(resumed._theta_flat())
+    assert float(resumed.qn_state.loss) == float(f)  # the state's f is the objective's on the new points
+    resumed.run()
+    assert resumed.qn_stopped is None
+    assert all(row["lr"] > 0 for row in resumed.history[35:38])  # accepted steps right after the resume
