@@ -98,6 +98,9 @@ GUA_STATE_ALIGNMENT: dict[str, tuple[float, float]] = {
 }
 
 #: Arguments that take one of a fixed set of names: (kind, name, argument) -> choices.
+#: the second-order stages (`SECOND_ORDER_STAGES`): L-BFGS, then the dense inverse-Hessian methods
+QUASI_NEWTON_STAGES = ("lbfgs", "bfgs", "ssbfgs", "ssbroyden")
+
 CHOICES: dict[tuple[str, str, str], tuple[str, ...]] = {
     ("model", "mlp", "activation"): ("tanh", "sin", "gelu", "silu"),
     ("model", "mlp", "init"): ("xavier", "xavier_uniform"),
@@ -109,7 +112,7 @@ CHOICES: dict[tuple[str, str, str], tuple[str, ...]] = {
     ("surgery", "amtl", "scale"): ("min", "median", "rmse"),
     ("surgery", "amtl", "reduce"): ("mean", "sum"),
     ("align", "gua", "metric"): ("adam", "euclidean"),
-    **{("stage", name, "line_search"): ("strong_wolfe", "none") for name in ("lbfgs", "bfgs", "ssbfgs", "ssbroyden")},
+    **{("stage", name, "line_search"): ("strong_wolfe", "none") for name in QUASI_NEWTON_STAGES},
     # the adaptive samplers' candidates and refills: random samplers, exact counts (pinnspec.sampling._adaptive)
     **{("sampler", name, "base"): ("uniform", "lhs", "sobol", "halton") for name in ("rad", "rard", "r3")},
 }
@@ -145,9 +148,7 @@ SECOND_ORDER_STAGES: dict[str, dict[str, Any]] = {
     # line_search: strong_wolfe | none; max_evals: objective evaluations per iteration (line search)
     "lbfgs": {"history": 50, "line_search": "strong_wolfe", "lr": 1.0, "max_evals": 25},
     # dense inverse Hessian (p x p numbers): BFGS, self-scaled BFGS, self-scaled Broyden (pinnspec.optim._quasi_newton)
-    "bfgs": {"line_search": "strong_wolfe", "lr": 1.0, "max_evals": 25},
-    "ssbfgs": {"line_search": "strong_wolfe", "lr": 1.0, "max_evals": 25},
-    "ssbroyden": {"line_search": "strong_wolfe", "lr": 1.0, "max_evals": 25},
+    **{name: {"line_search": "strong_wolfe", "lr": 1.0, "max_evals": 25} for name in QUASI_NEWTON_STAGES[1:]},
 }
 #: a stage's settings: key -> (kind, default); epochs is required, dtype defaults to the `train` dtype
 STAGE_SETTINGS: dict[str, tuple[str, Any]] = {

@@ -222,9 +222,8 @@ class Trainer:
             raise ValueError("causal weighting takes each time chunk's mean over all of its points: data-parallel "
                              "runs (point sets split over ranks) do not take it; train without --distributed")
         if distributed and any(s.second_order for s in self.stages):
-            raise ValueError("a quasi-Newton stage (lbfgs, bfgs, ssbfgs, ssbroyden) does not run data-parallel (its "
-                             "line search is one process's): "
-                             "train the spec without --distributed")
+            raise ValueError(f"a quasi-Newton stage ({', '.join(catalog.QUASI_NEWTON_STAGES)}) does not run "
+                             "data-parallel (its line search is one process's): train the spec without --distributed")
         self.stage_index = 0
         self.dtype = _DTYPES[self.stages[0].dtype]
         self.grouping = p.grouping()

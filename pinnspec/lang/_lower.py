@@ -1129,8 +1129,9 @@ class Lowering:
                 self.diag.error(st.span, "a stage needs its epochs, e.g. 'stage adam(lr = 1e-3) epochs = 1000'")
             if "resample" in values and call is not None and call.name not in catalog.SECOND_ORDER_STAGES:
                 where = next(kw.span for kw in st.settings if kw.name.name == "resample")
-                self.diag.error(where, "'resample' is a setting of quasi-Newton stages (lbfgs, bfgs, ssbfgs, "
-                                "ssbroyden); a first-order stage draws its points as the spec's 'resample' says")
+                self.diag.error(where, f"'resample' is a setting of quasi-Newton stages ("
+                                f"{', '.join(catalog.QUASI_NEWTON_STAGES)}); a first-order stage draws its points "
+                                "as the spec's 'resample' says")
                 continue
             if call is None or _BAD in values.values() or "epochs" not in values:
                 continue

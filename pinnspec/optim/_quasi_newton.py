@@ -47,6 +47,7 @@ Choices (documented deviations from the textbooks):
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -90,7 +91,7 @@ class BFGSState(NamedTuple):
 
 
 @dataclass(frozen=True)
-class _QuasiNewton:
+class _QuasiNewton(ABC):
     """The shared iteration: direction from the memory, strong-Wolfe line search, memory update."""
 
     line_search: str = "strong_wolfe"  # or "none": fixed step lr
@@ -108,18 +109,22 @@ class _QuasiNewton:
             raise ValueError(f"need 0 < c1 < c2 < 1, got c1={self.c1}, c2={self.c2}")
 
     # the memory, by subclass
+    @abstractmethod
     def _fresh(self, state, f: Tensor, g: Tensor, iteration: int, evaluations: int):
-        raise NotImplementedError
+        """A state at f, g with an empty memory."""
 
+    @abstractmethod
     def _empty(self, state) -> bool:
-        raise NotImplementedError
+        """Whether the memory is empty (the direction is then -g)."""
 
+    @abstractmethod
     def _direction(self, state) -> Tensor:
-        raise NotImplementedError
+        """d = -H g from the memory."""
 
+    @abstractmethod
     def _remember(self, state, step: Tensor, dy: Tensor, t: float, sy: float, f: Tensor, g: Tensor,
                   evaluations: int):
-        raise NotImplementedError
+        """The state after the curvature pair (step, dy) of a step of length t, at the new f, g."""
 
     def init(self, objective: Objective, x: Tensor):
         f, g = objective(x)
