@@ -332,8 +332,9 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
                           "base_dir": r.base_dir, "action": report.actions[r.name], "threads": threads}
                          for report, r in todo]
                 owner = {task["run_dir"]: report for task, (report, _) in zip(tasks, todo)}
+                root = os.path.commonpath([r.out for r in reports])  # the runs named from there: case/method/seed
                 label = (lambda task: task["name"]) if len(reports) == 1 else \
-                    (lambda task: os.path.relpath(task["run_dir"], os.path.dirname(owner[task["run_dir"]].out)))
+                    (lambda task: os.path.relpath(task["run_dir"], root))
                 finished = [0]
                 started = time.perf_counter()
 
