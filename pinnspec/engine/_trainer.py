@@ -895,7 +895,7 @@ class Trainer:
         # go back to the run's device
         self.state = self.chain.load_state_dict(_to_device({k: state[k] for k in ("surgery", "optimizer", "weights")
                                                             if k in state}, self.device))
-        self.chain_generator.set_state(state["chain_generator"])
+        self.chain_generator.set_state(state["chain_generator"].cpu())  # a CPU tensor whatever the map_location
         self.execution.state_loaded()  # the one CUDA graph copies the loaded step counts to the device
         self.best = _Best(**state["best"])
         self.counters = _Counters(**state["counters"])

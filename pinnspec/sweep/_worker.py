@@ -69,7 +69,7 @@ def run_one(task: dict) -> dict:
     resumed_from = None
     if task["action"] == "resume":
         trainer = Trainer(spec, run_dir)
-        state = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"), map_location=trainer.device)
+        state = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))  # onto the CPU: Trainer.load_state_dict
         trainer.load_state_dict(state)
         resumed_from = trainer.epoch
     else:

@@ -188,3 +188,30 @@ def test_points_reach_the_gpu_intact():
         for g, c in zip(on_gpu.sets, on_cpu.sets):
             assert g.x.device.type == "cuda" and g.x.requires_grad
             assert torch.equal(g.x.detach().cpu(), c.x.detach())
+
+
+def test_a_sweep_resumes_a_cuda_run_from_its_checkpoint(tmp_path):
+    """A sweep worker loads the checkpoint of an interrupted CUDA run and ends it as the uninterrupted run."""
+    import json
+    import signal
+
+    from pinnspec.sweep import Sweep, run_sweep
+    from pinnspec.sweep._plan import plan
+
+    fixed = {"epochs": 20, "checkpoint_every": 5, "device": "cuda"}
+    split = Sweep(TINY, seeds=[0], fixed=fixed, out=tmp_path / "split")
+    (run,) = plan(split)
+
+    def ctrl_c_at_epoch_10(line):
+        if line.startswith("epoch 10/"):
+            signal.raise_signal(signal.SIGINT)  # the trainer finishes the epoch, checkpoints, stops
+
+    spec = pinnspec.loads(run.source, filename=run.filename, base_dir=run.base_dir)
+    assert pinnspec.train(spec, out=run.run_dir, log=ctrl_c_at_epoch_10).status == "interrupted"
+    report = run_sweep(split, jobs=1, threads=1, log=lambda line: None)
+    assert report.actions == {run.name: "resume"} and report.outcomes[run.name]["resumed_from"] == 10
+    whole = run_sweep(Sweep(TINY, seeds=[0], fixed=fixed, out=tmp_path / "whole"), jobs=1, threads=1,
+                      log=lambda line: None)
+    (full,) = whole.runs
+    resumed, uninterrupted = (json.loads(Path(r.run_dir, "result.json").read_text()) for r in (run, full))
+    assert resumed["status"] == "completed" and resumed["rel_l2"] == uninterrupted["rel_l2"]
