@@ -74,7 +74,7 @@ CASES = {c.name: c for c in (
     Case("pinvpinnacle", "PInv (PINNacle's f)", 9.42e-2, 1.96e-2, "vPINN"),
     Case("hinv", "HInv", 1.57, 1.19e-2, "vPINN"),
 )}
-COLUMNS = ["case", "pinnacle_name", "method", "runs", "completed", "l2re_mean", "l2re_std", "l1re_mean", "l1re_std",
+COLUMNS = ["case", "pinnacle_name", "method", "runs", "completed", "stopped_at", "l2re_mean", "l2re_std", "l1re_mean", "l1re_std",
            "mse_mean", "mse_std", "train_s_mean", "epochs_per_s_mean", "pinnacle_vanilla", "pinnacle_best",
            "pinnacle_best_method"]
 
@@ -108,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "optimizer=...); repeatable")
     p.add_argument("--table-only", action="store_true",
                    help="train nothing: write the table and plots from the runs already in --out (finished runs "
-                        "are scored, the others counted as not completed)")
+                        "are scored; where none of a cell finished, the runs a time limit stopped are scored at "
+                        "the epoch they reached, marked '0/1, at E')")
     p.add_argument("--cases-dir", metavar="DIR", default=None,
                    help=f"the folder of the case specs (default {CASES_DIR} in the working directory or the "
                         f"checkout)")
@@ -241,23 +242,25 @@ def metrics(prediction: np.ndarray, reference: np.ndarray) -> dict[str, float]:
 
 
 def run_metrics(run_dir: str) -> dict | None:
-    """The metrics of a finished run from its predictions.npz (the model at the last epoch), its training time
-    and throughput from result.json; None when the run has not completed."""
+    """The metrics of a run from its predictions.npz (the model at the last epoch trained), its status, epochs,
+    training time and throughput from result.json; None when the run has neither completed nor stopped
+    with its model saved (interrupted: a time limit, Ctrl-C)."""
     from .._files import read_json
 
     try:
         result = read_json(os.path.join(run_dir, "result.json"))
     except (OSError, ValueError):
         return None
-    if result.get("status") != "completed":
+    if result.get("status") not in ("completed", "interrupted"):
         return None
     data = _predictions(run_dir)
-    if result.get("best_epoch") != result.get("epochs"):
+    if result["status"] == "completed" and result.get("best_epoch") != result.get("epochs"):
         raise BenchError(f"{run_dir}: the kept model is from epoch {result.get('best_epoch')}, not the last one "
                          f"({result.get('epochs')}); PINNacle scores the last")
     found = metrics(data.prediction, data.reference)
     train_s = float(result["train_time_s"])
-    found.update(train_s=train_s, epochs_per_s=result["epochs_done"] / train_s if train_s > 0 else None)
+    found.update(status=result["status"], epochs_done=int(result["epochs_done"]), train_s=train_s,
+                 epochs_per_s=result["epochs_done"] / train_s if train_s > 0 else None)
     return found
 
 
@@ -319,10 +322,14 @@ def _run(args) -> int:
     for (case, method), report in zip(cells, reports):
         found = {run.seed: run_metrics(run.run_dir) for run in report.runs}
         per_run[(case, method)] = {run.seed: (run.run_dir, found[run.seed]) for run in report.runs}
-        done = [m for m in found.values() if m is not None]
+        done = [m for m in found.values() if m is not None and m["status"] == "completed"]
+        stopped = [m for m in found.values() if m is not None and m["status"] == "interrupted"]
         entry = {"case": case, "pinnacle_name": CASES[case].label, "method": method, "runs": len(report.runs),
-                 "completed": len(done), "pinnacle_vanilla": CASES[case].vanilla, "pinnacle_best": CASES[case].best,
-                 "pinnacle_best_method": CASES[case].best_method}
+                 "completed": len(done), "stopped_at": "", "pinnacle_vanilla": CASES[case].vanilla,
+                 "pinnacle_best": CASES[case].best, "pinnacle_best_method": CASES[case].best_method}
+        if not done and stopped:  # no run reached its last epoch: the stopped ones, at the epochs they reached
+            done = stopped
+            entry["stopped_at"] = ",".join(str(m["epochs_done"]) for m in stopped)
         for key in ("l2re", "l1re", "mse"):
             entry[f"{key}_mean"], entry[f"{key}_std"] = _mean_std([m[key] for m in done])
         entry["train_s_mean"] = _mean_std([m["train_s"] for m in done])[0]
@@ -370,7 +377,8 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              f"jobs {args.jobs or 'default'}, compile {args.compile or 'as the specs say'}"
              + "".join(f", {item}" for item in args.settings)
              + ".  L2RE / L1RE / MSE over every test point and output of the model at the last epoch, mean ± "
-             "sample std over the completed seeds.  PINNacle: Table 3 of Hao et al. (arXiv:2306.08827), mean L2RE "
+             "sample std over the completed seeds (where none completed: over the runs stopped early, at the "
+             "epochs they reached, '0/1, at E').  PINNacle: Table 3 of Hao et al. (arXiv:2306.08827), mean L2RE "
              "after 20,000 iterations; best = the smallest of its methods.", "",
              f"This call trained {throughput['runs']} run(s), {throughput['epochs']} epochs in "
              f"{throughput['wall_s']:.1f} s wall: {rate:.1f} epochs/s in aggregate." if rate else
@@ -379,7 +387,8 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         speed = "-" if r["epochs_per_s_mean"] is None else f"{r['epochs_per_s_mean']:.1f}"
-        lines.append(f"| {r['pinnacle_name']} | {r['method']} | {r['completed']}/{r['runs']} | "
+        at = f", at {r['stopped_at'].replace(',', '/')}" if r["stopped_at"] else ""
+        lines.append(f"| {r['pinnacle_name']} | {r['method']} | {r['completed']}/{r['runs']}{at} | "
                      f"{sci(r['l2re_mean'], r['l2re_std'])} | {sci(r['l1re_mean'], r['l1re_std'])} | "
                      f"{sci(r['mse_mean'], r['mse_std'])} | {speed} | {r['pinnacle_vanilla']:.2e} | "
                      f"{r['pinnacle_best']:.2e} ({r['pinnacle_best_method']}) |")

@@ -142,6 +142,16 @@ def test_end_to_end_and_restart(tmp_path, capsys):
     with open(out / "pinnacle.csv", encoding="utf-8") as fh:
         assert [r["completed"] for r in csv.DictReader(fh)] == ["0", "1"]
     assert not (out / "runs" / "burgers1d" / "adam" / "seed=0" / "result.json").exists()
+    # a run stopped by a time limit: scored at the epoch it reached, marked so, when no seed completed
+    path = out / "runs" / "burgers1d" / "config+gua" / "seed=0" / "result.json"
+    result = json.loads(path.read_text())
+    path.write_text(json.dumps({**result, "status": "interrupted", "epochs_done": 1}))
+    assert bench.main("pinnacle", argv + ["--table-only"]) == 0
+    with open(out / "pinnacle.csv", encoding="utf-8") as fh:
+        stopped = list(csv.DictReader(fh))[1]
+    assert (stopped["completed"], stopped["stopped_at"]) == ("0", "1")
+    assert float(stopped["l2re_mean"]) == pytest.approx(result["rel_l2"], rel=1e-5)
+    assert "| Burgers1d-C | config+gua | 0/1, at 1 |" in (out / "pinnacle.md").read_text()
 
 
 def test_best_settings_are_read_as_plain_key_value_lines(tmp_path):
