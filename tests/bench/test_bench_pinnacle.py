@@ -195,8 +195,13 @@ def test_best_runs_a_cases_own_stages_and_scores_the_last_epoch(tmp_path, capsys
     printed = capsys.readouterr().out
     assert "trained 1 run(s), 5 epochs" in printed  # the stages' 3 + 2, not --epochs
     assert "- Burgers1d-C: `model = mlp(width = 8, depth = 2)`; `enforce = ic, walls`" in printed
-    result = json.loads((out / "runs" / "burgers1d" / "best" / "seed=0" / "result.json").read_text())
+    run_dir = out / "runs" / "burgers1d" / "best" / "seed=0"
+    result = json.loads((run_dir / "result.json").read_text())
     assert result["best_epoch"] == result["epochs"] == 5 and result["dtype"] == "float32 then float64"
+    # a run whose kept model is an earlier stage's best is scored from its last checkpoint: the final model
+    (run_dir / "result.json").write_text(json.dumps({**result, "best_epoch": 3}))
+    scored = _pinnacle.run_metrics(str(run_dir))
+    assert scored["l2re"] == pytest.approx(result["rel_l2_final"], rel=1e-9)
 
 
 def test_the_burgers1d_reference_is_1_3_percent_from_the_cole_hopf_solution():
