@@ -255,8 +255,8 @@ def run_metrics(run_dir: str) -> dict | None:
     if result.get("status") not in ("completed", "interrupted"):
         return None
     data = _predictions(run_dir)
-    prediction = data.prediction  # [n, k] the kept model's
-    if result["status"] == "completed" and result.get("best_epoch") != result.get("epochs"):
+    prediction = data.prediction  # [n, k] the kept model's (the last one where the run never validated)
+    if result.get("best_epoch") not in (None, result["epochs_done"]):
         # a run in stages keeps the best of its stages' validations; PINNacle scores the last model
         prediction = _last_model_predictions(run_dir, data.points)
     found = metrics(prediction, data.reference)
@@ -268,15 +268,13 @@ def run_metrics(run_dir: str) -> dict | None:
 
 def _last_model_predictions(run_dir: str, points: np.ndarray) -> np.ndarray:
     """The predictions [n, k] at ``points`` [n, d] of the model at the run's last epoch: its checkpoint, loaded
-    on the CPU (tensors only, as ``pinnspec eval`` loads it)."""
+    on the CPU (tensors only, as ``pinnspec eval`` loads it), evaluated as the trainer writes predictions.npz."""
     import torch
 
     from ..engine import load_run
 
     trainer = load_run(run_dir, out=False, device="cpu")
-    dtype = next(trainer.model.parameters()).dtype
-    with torch.no_grad():
-        return trainer.model(torch.as_tensor(points, dtype=dtype)).double().numpy()
+    return trainer._predict(torch.as_tensor(points, dtype=trainer.dtype)).double().numpy()
 
 
 def _predictions(run_dir: str):
