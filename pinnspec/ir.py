@@ -549,6 +549,9 @@ class Problem:
     #: ``conditions`` (their residuals vanish by construction) and leave every task of every grouping
     hard_constraints: tuple[HardConstraint, ...] = ()
     periodic_embeddings: tuple[PeriodicEmbedding, ...] = ()
+    #: the fields of some coordinates only (``field a(x, y)``): name -> its coordinates, in the problem's
+    #: coordinate order; every other field depends on every coordinate
+    field_coordinates: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def enforced(self) -> tuple[str, ...]:
@@ -569,8 +572,14 @@ class Problem:
     def symbols(self) -> tuple[sympy.Symbol, ...]:
         return tuple(c.symbol for c in self.coordinates)
 
+    def coordinates_of(self, field: str) -> tuple[str, ...]:
+        """The coordinates ``field`` depends on (all of them unless the spec lists some)."""
+        return dict(self.field_coordinates).get(field, tuple(c.name for c in self.coordinates))
+
     def field_function(self, name: str) -> sympy.Expr:
-        return sympy.Function(name)(*self.symbols)
+        """``name`` applied to its coordinates: u(x, t); a(x) for ``field a(x)``."""
+        kept = self.coordinates_of(name)
+        return sympy.Function(name)(*(c.symbol for c in self.coordinates if c.name in kept))
 
     def condition(self, name: str) -> Condition:
         for c in self.conditions:

@@ -34,6 +34,7 @@ from .._malloc import tune_allocator
 from .._rss import read_status, reset_peak
 from .. import catalog, models, optim, surgery  # noqa: F401  (register the built-in names)
 from ..compiler import compile_spec
+from ..models._field_groups import FieldGroups
 from ..models._periodic import PeriodicEmbedding
 from ..optim._quasi_newton import DENSE_LIMIT_BYTES, dense_bytes, quasi_newton
 from ..registry import MODELS, SCHEDULES
@@ -131,12 +132,35 @@ def build_model(spec, problem, *, device: torch.device, dtype: torch.dtype) -> t
     init = torch.Generator().manual_seed(int(t.setting("seed")))
     periodic = tuple((problem.coordinates.index(e.coordinate), e.lo, e.hi - e.lo) for e in spec.ir.periodic_embeddings)
     factory = MODELS.get(t.model.name)(**t.model.options)
+    if spec.ir.field_coordinates:
+        return problem.constrained(_field_groups(spec, factory, init, dtype, device, periodic))
     trunk = factory.build(problem.dim + len(periodic), len(spec.ir.fields), generator=init, dtype=dtype,
                           device=device)
     net = PeriodicEmbedding(trunk, problem.dim, periodic) if periodic else trunk  # `enforce` of a periodic condition
     if getattr(factory, "pi_init", False):
         _physics_informed_init(spec, problem, trunk, net)
     return problem.constrained(net)
+
+
+def _field_groups(spec, factory, init, dtype, device, periodic) -> FieldGroups:
+    """``field a(x, y)``: one network of the spec's model per set of coordinates, drawn in the order of
+    each set's first field (`FieldGroups`)."""
+    ir_problem = spec.ir
+    if periodic:
+        raise ValueError("a periodic `enforce` and fields of some coordinates only (field a(...)) do not combine "
+                         "yet: keep the periodic condition as a loss, or let every field depend on every coordinate")
+    if getattr(factory, "pi_init", False):
+        raise ValueError("pi_init = true fits one output layer to the initial data; it does not combine with "
+                         "fields of some coordinates only (field a(...))")
+    names = [c.name for c in ir_problem.coordinates]
+    by_columns: dict[tuple[int, ...], list[int]] = {}
+    for f, field in enumerate(ir_problem.fields):
+        columns = tuple(names.index(c) for c in ir_problem.coordinates_of(field))
+        by_columns.setdefault(columns, []).append(f)
+    groups = tuple((columns, tuple(fields), factory.build(len(columns), len(fields), generator=init, dtype=dtype,
+                                                          device=device))
+                   for columns, fields in by_columns.items())
+    return FieldGroups(len(names), len(ir_problem.fields), groups)
 
 
 def _physics_informed_init(spec, problem, trunk, net) -> None:

@@ -188,6 +188,8 @@ class Time(Statement):
 class Fields(Statement):
     names: tuple[Ident, ...]
     span: Span
+    #: per name, the coordinates it depends on as written (``field a(x, y)``), or None: every coordinate
+    arguments: tuple[tuple[Ident, ...] | None, ...] = ()
 
 
 # ------------------------------------------------------------------ geometry

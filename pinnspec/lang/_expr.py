@@ -184,7 +184,12 @@ class ExprLowering:
             self.diag.error(node.span, f"ambiguous derivative '{name}': '{suffix}' reads as {readings}; "
                             f"write d({head}, ...) instead")
             return None
-        return sympy.Derivative(scope.fields[head], *(scope.coordinates[c] for c in splits[0]))
+        field = scope.fields[head]
+        absent = [c for c in splits[0] if scope.coordinates[c] not in field.args]
+        if absent:  # `field a(x, y)`: a_t is 0
+            self.diag.warning(node.span, f"'{name}' is 0: the field {field} does not depend on {absent[0]}")
+            return sympy.Integer(0)
+        return sympy.Derivative(field, *(scope.coordinates[c] for c in splits[0]))
 
     # ------------------------------------------------------------------ operators
     def _Neg(self, node: A.Neg, scope: Scope):

@@ -59,6 +59,9 @@ class Lowering:
         self.space_names: tuple[str, ...] = ()
         self.fields: list[str] = []
         self.field_exprs: dict[str, sympy.Expr] = {}
+        #: ``field a(x, y)``: the coordinates a field lists, as written (checked in _finish_coordinates)
+        self.field_arguments: dict[str, tuple[A.Ident, ...]] = {}
+        self.field_coordinates: dict[str, tuple[str, ...]] = {}  # the checked lists, in coordinate order
         self.lets: dict[str, sympy.Expr | None] = {}
         self.params: dict[str, sympy.Symbol] = {}
         self.param_values: list[tuple[str, float]] = []
@@ -152,6 +155,7 @@ class Lowering:
             causal=causal,
             hard_constraints=self.hard_constraints,
             periodic_embeddings=self.periodic_embeddings,
+            field_coordinates=tuple((f, self.field_coordinates[f]) for f in self.fields if f in self.field_coordinates),
         )
 
     # ================================================================== structure & names
@@ -206,9 +210,11 @@ class Lowering:
             elif isinstance(st, A.Time):
                 self._declare(st.interval.name, "coordinate")
             elif isinstance(st, A.Fields):
-                for ident in st.names:
+                for ident, arguments in zip(st.names, st.arguments or (None,) * len(st.names)):
                     if self._declare(ident, "field"):
                         self.fields.append(ident.name)
+                        if arguments:
+                            self.field_arguments[ident.name] = arguments
             elif isinstance(st, A.Let):
                 self._declare(st.name, "let")
             elif isinstance(st, A.Param):
@@ -319,8 +325,7 @@ class Lowering:
         names = list(dict.fromkeys(space + time))
         self.coord_symbols = {n: sympy.Symbol(n, real=True) for n in names}
         self.space_names = tuple(dict.fromkeys(space))
-        args = tuple(self.coord_symbols.values())
-        self.field_exprs = {f: sympy.Function(f)(*args) for f in self.fields}
+        self._field_functions()
 
     def _constant(self, node: A.Expr, where: str) -> float | None:
         value = self.expr.lower(node, self._scope(where, fields=False, params=False, coordinates=False))
@@ -359,10 +364,36 @@ class Lowering:
         self.coordinates = space + time
         self.coord_symbols = {c.name: c.symbol for c in self.coordinates}
         self.space_names = tuple(c.name for c in space)
-        args = tuple(self.coord_symbols.values())
-        self.field_exprs = {f: sympy.Function(f)(*args) for f in self.fields}
+        self._check_field_coordinates()
+        self._field_functions()
         # lets were lowered with the same symbols (same names, same assumptions)
 
+    def _field_functions(self) -> None:
+        """Each field as a function of its coordinates: u(x, y, t), a(x, y) for ``field a(x, y)``."""
+        def arguments(f):
+            kept = self.field_coordinates.get(f) or {i.name for i in self.field_arguments.get(f, ())}
+            return tuple(s for n, s in self.coord_symbols.items() if not kept or n in kept)
+
+        self.field_exprs = {f: sympy.Function(f)(*arguments(f)) for f in self.fields}
+
+    def _check_field_coordinates(self) -> None:
+        """``field a(x, y)``: each listed name a coordinate, none twice; a field that lists every coordinate
+        is a plain field."""
+        names = [c.name for c in self.coordinates]
+        for field, arguments in self.field_arguments.items():
+            seen: set[str] = set()
+            for ident in arguments:
+                if ident.name not in names:
+                    hint = did_you_mean(ident.name, names)
+                    more = f"; did you mean '{hint}'?" if hint else f" (coordinates: {', '.join(names)})"
+                    self.diag.error(ident.span, f"field {field}({', '.join(i.name for i in arguments)}): "
+                                    f"'{ident.name}' is not a coordinate{more}")
+                elif ident.name in seen:
+                    self.diag.error(ident.span, f"field {field}: the coordinate '{ident.name}' is listed twice")
+                seen.add(ident.name)
+            kept = tuple(n for n in names if n in seen)
+            if len(kept) < len(names):
+                self.field_coordinates[field] = kept
     def _coordinate(self, name: str) -> ir.Coordinate | None:
         return next((c for c in self.coordinates if c.name == name), None)
 
@@ -963,7 +994,8 @@ class Lowering:
                 self.diag.error(kw.name.span, f"the argument '{key}' is given twice")
                 ok = False
                 continue
-            value = self._setting_value(kw.value, f"{name}({key} = ...)", params[key])
+            value = self._setting_value(kw.value, f"{name}({key} = ...)", params[key],
+                                        tuples=(kind, name, key) in catalog.TUPLE_ARGUMENTS)
             if value is _BAD:
                 ok = False
                 continue
@@ -984,14 +1016,19 @@ class Lowering:
         merged = {k: values.get(k, v) for k, v in params.items() if not (v is catalog.REQUIRED and k not in values)}
         return ir.CallSpec(name, tuple(merged.items()))
 
-    def _setting_value(self, node: A.Expr, where: str, default: Any):
-        """A call argument as a plain value: number, name (as a string), string or tuple."""
+    def _setting_value(self, node: A.Expr, where: str, default: Any, tuples: bool = False):
+        """A call argument as a plain value: number, name (as a string), string or tuple (where the argument's
+        default is one, or ``tuples``: a number argument of `catalog.TUPLE_ARGUMENTS`, which takes numbers)."""
         if isinstance(node, A.String):
             value: Any = node.value
         elif isinstance(node, A.Name) and node.id not in self.lets and node.id not in CONSTANTS:
             value = node.id
         elif isinstance(node, A.TupleExpr):
-            items = [self._setting_value(i, where, None) for i in node.items]
+            number = isinstance(default, (int, float)) and not isinstance(default, bool)
+            if number and not tuples:
+                self.diag.error(node.span, f"{where} expects a number, got a tuple")
+                return _BAD
+            items = [self._setting_value(i, where, 0.0 if number else None) for i in node.items]
             return _BAD if _BAD in items else tuple(items)
         else:
             number = self._constant(node, where)

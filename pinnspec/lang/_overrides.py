@@ -23,7 +23,7 @@ from ._diagnostics import Diagnostic, SpecError
 
 #: keys that replace a whole statement; the value is the statement's text after the keyword
 STATEMENT_KEYS = ("model", "optimizer", "schedule", "surgery", "align", "weights", "stage", "causal", "enforce",
-                  "sampler", "resample", "test", "validate")
+                  "points", "sampler", "resample", "test", "validate")
 #: keys whose statement may repeat: the value lists them separated by ';' and replaces every one
 REPEATED_KEYS = ("stage", "causal")
 HEADER = "# --- command-line overrides ---"
@@ -58,7 +58,8 @@ def apply_overrides(spec, overrides: dict[str, object], written: dict[str, str] 
     statement, its value the stages separated by ';': ``"adam epochs = 100; lbfgs epochs = 50"``, and with
     them an ``optimizer`` statement and ``train epochs``, which stages exclude; ``causal``
     likewise: ``"pde(eps = 1)"``, ``"none"``), ``sampler``,
-    ``resample`` ("every 10" | "never"), ``test``, ``validate`` ("test every 100"),
+    ``points`` ("pde 4096, walls 512": every count the spec's `points` gives), ``resample`` ("every 10" | "never"),
+    ``test``, ``validate`` ("test every 100"),
     and every ``train`` setting (``epochs``, ``grouping``, ``seed``, ...).
     ``written``: how the user wrote each override (key -> ``"--epochs -5"``,
     ``"--set epochs=-5"``), named by its errors and warnings; default ``key=value``.

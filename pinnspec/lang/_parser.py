@@ -177,7 +177,13 @@ class ToAst(Transformer):
         return A.Time(c[0], _span(meta))
 
     def field_stmt(self, meta, c):
-        return A.Fields(tuple(_ident(t) for t in c), _span(meta))
+        arguments = tuple(args for _, args in c)
+        return A.Fields(tuple(name for name, _ in c), _span(meta), arguments if any(arguments) else ())
+
+    def field_decl(self, meta, c):
+        name, *coordinates = c
+        coordinates = [t for t in coordinates if t is not None]  # `field u`: no list (a None placeholder)
+        return _ident(name), (tuple(_ident(t) for t in coordinates) if coordinates else None)
 
     # geometry
     def shape_stmt(self, meta, c):

@@ -67,6 +67,9 @@ def format_ast(tree: A.SpecFile) -> str:
             elif isinstance(value, tuple) and value and isinstance(value[0], A.Node):
                 for i, item in enumerate(value):
                     dump(item, indent + 1, f"{f.name}[{i}]")
+            elif isinstance(value, tuple) and any(isinstance(v, tuple) for v in value):  # `field a(x, y)`'s lists
+                shown = ", ".join("-" if v is None else "(" + ", ".join(i.name for i in v) + ")" for v in value)
+                lines.append(f"{pad}  {f.name}: {shown}")
             elif value is not None and value != ():
                 lines.append(f"{pad}  {f.name}: {value!r}")
 
@@ -117,7 +120,9 @@ def format_ir(problem: ir.Problem) -> str:
         out.append(f"  domain {problem.domain.name} = {problem.domain.expression}")
         for name, text in problem.domain.shapes:
             out.append(f"    shape {name} = {text}")
-    out.append(f"  fields: {', '.join(problem.fields)}")
+    restricted = dict(problem.field_coordinates)
+    out.append("  fields: " + ", ".join(f"{f}({', '.join(restricted[f])})" if f in restricted else f
+                                        for f in problem.fields))
     if problem.params:
         out.append("  params: " + ", ".join(f"{n} = {v:g}" for n, v in problem.params))
     tables = {t.name: t for t in problem.tables}

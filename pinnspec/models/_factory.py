@@ -13,22 +13,37 @@ from ._mlp import ACTIVATIONS
 
 @dataclass(frozen=True)
 class Embedding:
-    """``fourier`` (sigma of B; 0: no embedding), ``features`` (rows of B), ``trainable_fourier``."""
+    """``fourier``: sigma of B (0: no embedding), or one sigma per input (a tuple: column j of B ~ N(0,
+    sigma_j^2)); ``features`` (rows of B), ``trainable_fourier``."""
 
-    fourier: float = 0.0
+    fourier: float | tuple[float, ...] = 0.0
     features: int = 128
     trainable_fourier: bool = False
 
     def __post_init__(self):
-        if self.fourier < 0 or self.features < 1:
+        scales = self.fourier if isinstance(self.fourier, tuple) else (self.fourier,)
+        if min(scales) < 0 or self.features < 1:
             raise ValueError(f"fourier must be >= 0 and features >= 1 (got {self.fourier}, {self.features})")
+        if isinstance(self.fourier, tuple) and max(scales) == 0:
+            raise ValueError("fourier = (0, ..., 0) embeds nothing: write fourier = 0 for no embedding")
 
     def make(self, in_dim: int) -> FourierFeatures | None:
+        if isinstance(self.fourier, tuple) and len(self.fourier) != in_dim:
+            raise ValueError(f"fourier = {self.fourier} gives {len(self.fourier)} scales, but the network reads "
+                             f"{in_dim} inputs: one scale per coordinate, in the order the spec declares them "
+                             "(space, then time; a periodic `enforce` adds its coordinate's cos and sin in its place)")
         return FourierFeatures(in_dim, self.features, self.fourier, self.trainable_fourier) if self.fourier else None
 
 
 def embedding(fourier, features, trainable_fourier) -> Embedding:
-    return Embedding(float(fourier), int(features), flag("trainable_fourier", trainable_fourier))
+    scale = tuple(_scale(s) for s in fourier) if isinstance(fourier, (tuple, list)) else _scale(fourier)
+    return Embedding(scale, int(features), flag("trainable_fourier", trainable_fourier))
+
+
+def _scale(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"fourier takes a number or a tuple of numbers, one per input, got {value!r}")
+    return float(value)
 
 
 def rwf_setting(rwf, mu, sigma) -> tuple[float, float] | None:

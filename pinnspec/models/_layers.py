@@ -79,16 +79,18 @@ def init_weight(weight: torch.Tensor, init: str, generator: torch.Generator) -> 
 
 
 class FourierFeatures(nn.Module):
-    """gamma(x) = [cos(B x), sin(B x)], B [features, d] with entries ~ N(0, sigma^2).
+    """gamma(x) = [cos(B x), sin(B x)], B [features, d] with entries ~ N(0, sigma^2), or, with one sigma per
+    input (``sigma`` a tuple of d), column j ~ N(0, sigma_j^2): a length scale per coordinate.
 
     Tancik et al. 2020, "Fourier Features Let Networks Learn High Frequency Functions in Low Dimensional
     Domains" (NeurIPS); as a PINN embedding: Wang, Wang & Perdikaris 2021, "On the eigenvector bias of
     Fourier feature networks" (CMAME 384, 113938), whose form (no 2 pi in the argument) jaxpi and this
     class use.  ``trainable``: B is a parameter; otherwise a buffer (saved with the model, not trained)."""
 
-    def __init__(self, in_dim: int, features: int, sigma: float, trainable: bool):
+    def __init__(self, in_dim: int, features: int, sigma: float | tuple[float, ...], trainable: bool):
         super().__init__()
-        self.sigma, self.trainable = float(sigma), bool(trainable)
+        self.sigma = tuple(map(float, sigma)) if isinstance(sigma, tuple) else float(sigma)
+        self.trainable = bool(trainable)
         frequencies = torch.empty(features, in_dim)  # B [features, d]
         if trainable:
             self.frequencies = nn.Parameter(frequencies)
@@ -98,7 +100,11 @@ class FourierFeatures(nn.Module):
 
     def initialise(self, generator: torch.Generator) -> None:
         with torch.no_grad():
-            self.frequencies.normal_(0.0, self.sigma, generator=generator)
+            if isinstance(self.sigma, tuple):
+                self.frequencies.normal_(0.0, 1.0, generator=generator)
+                self.frequencies.mul_(torch.tensor(self.sigma, dtype=self.frequencies.dtype))  # column j * sigma_j
+            else:
+                self.frequencies.normal_(0.0, self.sigma, generator=generator)
 
     def compute(self, ops, x):  # [N, d] -> [N, 2 features]
         return ops.cos_sin(ops.linear(x, self.frequencies))

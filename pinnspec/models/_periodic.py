@@ -38,6 +38,16 @@ def runs_on_jets(inner: nn.Module) -> bool:
             and all(type(layer) is nn.Linear for layer in inner.layers))
 
 
+def run_inner(ops, inner: nn.Module, h):  # [N, k] -> [N, n_out]
+    """``inner`` (`runs_on_jets`) on ``h`` with ``ops``: a `Network`'s own ``compute``, or pinnspec's `MLP` as
+    its forward computes it."""
+    if isinstance(inner, Network):
+        return inner.compute(ops, h)
+    for layer in inner.layers[:-1]:
+        h = ops.activation(ops.linear(h, layer.weight, layer.bias), inner.activation_name)  # [N, width]
+    return ops.linear(h, inner.layers[-1].weight, inner.layers[-1].bias)
+
+
 class PeriodicEmbedding(Network):
     """u(x) = inner(gamma(x)); ``periodic``: ((column, lo, period), ...), the inner reads
     ``in_dim + len(periodic)`` inputs (``embedded_dim``).  For an inner that is neither a `Network` nor
@@ -95,13 +105,7 @@ class PeriodicEmbedding(Network):
         return ops.linear(x, self.pass_through) + ops.linear(ops.cos_sin(theta), self.placement)
 
     def compute(self, ops, x):  # [N, d] -> [N, n_fields]
-        h = self.embed(ops, x)  # [N, d + p]
-        if isinstance(self.inner, Network):
-            return self.inner.compute(ops, h)
-        layers = self.inner.layers  # pinnspec's MLP, as MLP.forward computes it
-        for layer in layers[:-1]:
-            h = ops.activation(ops.linear(h, layer.weight, layer.bias), self.activation_name)  # [N, width]
-        return ops.linear(h, layers[-1].weight, layers[-1].bias)
+        return run_inner(ops, self.inner, self.embed(ops, x))  # the trunk on gamma(x) [N, d + p]
 
 
 class OpaquePeriodicEmbedding(PeriodicEmbedding):

@@ -34,6 +34,8 @@ ACCEPTED = [
     ("face value expression", "problem p\nspace x in [0, pi]\nfield u\nequation pde: u_xx = 0\nboundary b on x = pi: u = 0\n"),
     ("keyword names in calls with underscores", HEAD + "equation pde: u_t = 0\nalign gua(metric = adam, rho_m = 0.1, rho_v = 0.03)\n"),
     ("tuple and string values", HEAD + "equation pde: u_t = 0\nmodel mlp(activation = \"tanh\", width = 8)\n"),
+    ("a field of some coordinates", "problem p\nspace x in [0, 1], y in [0, 1]\ntime t in [0, 1]\n"
+     "field u, k(y, x), c(t)\nequation pde: u_t = d(k*u_x, x) + c*u_yy\n"),
     ("repeated space/field/points/exact", "problem p\nspace x in [0, 1]\nspace y in [0, 1]\nfield u\nfield v\n"
      "equation a: u_x = 0\nequation b: v_y = 0\npoints a 10\npoints b 20\nexact u = 1\nexact v = 2\n"),
 ]
@@ -60,3 +62,16 @@ def test_power_and_minus_precedence():
     spec = loads(HEAD + "let a = -2^2\nlet b = 2^3^2\nequation pde: u_t = a*u + b*u\n")
     lets = dict(spec.ir.lets)
     assert lets["a"] == -4 and lets["b"] == 512
+
+
+def test_a_field_of_some_coordinates_is_a_function_of_those_only():
+    spec = loads("problem p\nspace x in [0, 1], y in [0, 1]\ntime t in [0, 1]\nfield u, k(y, x), c(t)\n"
+                 "equation pde: u_t = d(k*u_x, x) + c*u_yy + k_t + d(c, x)\n", filename="ok.pinn")
+    assert spec.ir.field_coordinates == (("k", ("x", "y")), ("c", ("t",)))  # the problem's coordinate order
+    assert str(spec.ir.field_function("k")) == "k(x, y)" and str(spec.ir.field_function("u")) == "u(x, y, t)"
+    (residual,) = spec.ir.condition("pde").residuals
+    assert "Derivative(k(x, y), t)" not in str(residual) and "Derivative(c(t), x)" not in str(residual)
+    assert [w.message for w in spec.warnings] == ["'k_t' is 0: the field k(x, y) does not depend on t"]
+    listed_all = loads("problem p\nspace x in [0, 1]\ntime t in [0, 1]\nfield u(t, x)\nequation pde: u_t = u_xx\n",
+                       filename="ok.pinn")
+    assert listed_all.ir.field_coordinates == ()  # every coordinate: a plain field

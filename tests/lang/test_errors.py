@@ -42,6 +42,16 @@ TABLE = 'let a = table("k.csv")\n'
 HEAT_WALLS = HEAD + PDE + "initial ic: u = -sin(pi*x)\nboundary walls on x = -1, x = 1: u = 0\n"
 
 CASES = [
+    # --- fields of some coordinates
+    ("field of an unknown coordinate", HEAD.replace("field u", "field u, k(z)") + PDE, 4, 12,
+     "'z' is not a coordinate (coordinates: x, t)"),
+    ("field coordinate listed twice", HEAD.replace("field u", "field u, k(x, x)") + PDE, 4, 15,
+     "the coordinate 'x' is listed twice"),
+    ("tuple for a number argument", HEAD + PDE + "model mlp(width = (1, 2))\n", 6, 19,
+     "mlp(width = ...) expects a number, got a tuple"),
+    ("name in a tuple of scales", HEAD + PDE + "model fourier_mlp(fourier = (1, tanh))\n", 6, 33,
+     "fourier_mlp(fourier = ...) expects a number, got 'tanh'"),
+    ("field with an empty list", HEAD.replace("field u", "field u, k()") + PDE, 4, 12, "unexpected ')'"),
     # --- syntax
     ("missing colon", HEAD + "equation pde u_t = 0\n", 5, 14, "name and ':'"),
     ("missing equals", HEAD + "equation pde: u_t + u\n", 5, 22, "LEFT = RIGHT"),

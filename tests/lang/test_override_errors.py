@@ -59,3 +59,11 @@ def test_an_error_in_the_files_own_line_keeps_file_line_and_caret(tmp_path):
 def test_a_good_override_keeps_the_spec_checked(tiny):
     spec = apply_overrides(tiny, {"epochs": 7, "surgery": "pcgrad"}, {"epochs": "--epochs 7"})
     assert spec.ir.training.options["epochs"] == 7 and "surgery pcgrad" in spec.source
+
+
+def test_points_override_replaces_the_counts(tiny):
+    spec = apply_overrides(tiny, {"points": "pde 50, walls 8, ic 6"})
+    assert dict(spec.ir.sampling.points) == {"pde": 50, "walls": 8, "ic": 6}
+    assert dict(tiny.ir.sampling.points) == {"pde": 200, "walls": 40, "ic": 40}
+    err = error_of(tiny, {"points": "pdf 50"}, {"points": set_text("points", "pdf 50")})
+    assert err.render() == "error: --set 'points=pdf 50': unknown condition 'pdf'; did you mean 'pde'?"

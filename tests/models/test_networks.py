@@ -24,6 +24,7 @@ F64 = torch.float64
 #: name -> a small setting of each network (every option that changes the map switched on somewhere)
 NETWORKS = {
     "fourier_mlp": fourier_mlp(width=12, depth=2, features=6, fourier=1.5),
+    "fourier_mlp_per_input": fourier_mlp(width=12, depth=2, features=6, fourier=(3.0, 0.5)),
     "fourier_mlp_rwf_trainable": fourier_mlp(width=12, depth=2, features=5, trainable_fourier="true", rwf="true"),
     "rwf_mlp": fourier_mlp(width=12, depth=3, fourier=0, rwf=True, activation="sin"),
     "modified_mlp": modified_mlp(width=12, depth=3),
@@ -196,6 +197,26 @@ def test_fourier_features_shape_and_trainable_toggle():
     assert "embedding.frequencies" in dict(trained.named_parameters())
     big = fourier_mlp(features=4000, fourier=2.0).build(1, 1, generator=torch.Generator().manual_seed(0))
     assert float(big.embedding.frequencies.std()) == pytest.approx(2.0, rel=0.05)  # B ~ N(0, sigma^2)
+
+
+def test_per_input_fourier_scales_draw_each_column_with_its_own_sigma():
+    """``fourier = (s_1, ..., s_d)``: column j of B ~ N(0, s_j^2); a zero scale leaves that input out of the
+    embedding; the number of scales must be the number of inputs."""
+    model = fourier_mlp(features=4000, fourier=(8.0, 1.0, 0.0)).build(3, 1, generator=torch.Generator().manual_seed(0))
+    b = model.embedding.frequencies  # [features, 3]
+    assert float(b[:, 0].std()) == pytest.approx(8.0, rel=0.05)
+    assert float(b[:, 1].std()) == pytest.approx(1.0, rel=0.05)
+    assert torch.all(b[:, 2] == 0)
+    same = fourier_mlp(features=4000, fourier=(8.0, 1.0, 0.0)).build(3, 1, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(same.embedding.frequencies, b)
+    with pytest.raises(ValueError, match=r"gives 2 scales, but the network reads 3 inputs"):
+        fourier_mlp(fourier=(8.0, 1.0)).build(3, 1, generator=torch.Generator())
+    with pytest.raises(ValueError, match="fourier must be >= 0"):
+        fourier_mlp(fourier=(8.0, -1.0))
+    with pytest.raises(ValueError, match="embeds nothing"):
+        fourier_mlp(fourier=(0, 0))
+    with pytest.raises(ValueError, match="a number or a tuple of numbers"):
+        fourier_mlp(fourier=(1.0, "x"))
 
 
 def test_random_weight_factorization_starts_at_the_plain_draw():
