@@ -97,9 +97,9 @@ GUA_STATE_ALIGNMENT: dict[str, tuple[float, float]] = {
     "soap": (0.03, 0.003),
 }
 
-#: Number arguments that also take a tuple of numbers: (kind, name, argument) -> what the tuple means.
-TUPLE_ARGUMENTS = {("model", name, "fourier"): "one sigma per input"
-                   for name in ("fourier_mlp", "modified_mlp", "pirate_net")}
+#: Number arguments that also take a tuple of numbers, (kind, name, argument): the Fourier embedding's one
+#: sigma per input
+TUPLE_ARGUMENTS = frozenset(("model", name, "fourier") for name in ("fourier_mlp", "modified_mlp", "pirate_net"))
 
 #: Arguments that take one of a fixed set of names: (kind, name, argument) -> choices.
 #: the second-order stages (`SECOND_ORDER_STAGES`): L-BFGS, then the dense inverse-Hessian methods

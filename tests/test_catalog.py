@@ -35,6 +35,12 @@ def test_choices_name_catalogued_arguments():
         assert table[name][arg] in choices
 
 
+def test_tuple_arguments_are_catalogued_number_arguments():
+    for kind, name, arg in catalog.TUPLE_ARGUMENTS:
+        default = catalog.BUILTINS[kind][name][arg]
+        assert isinstance(default, float), (kind, name, arg)
+
+
 def test_second_order_stages_match_their_methods():
     """A stage's arguments are the method's own (the trainer builds it with them), with the same defaults."""
     import dataclasses

@@ -533,8 +533,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace the run in --out DIR (its config.pinn, result.json, history.csv, checkpoint.pt, "
                         "predictions.npz, plots/; other files stay)")
     p.add_argument("--set", dest="set_values", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any training statement or train setting, e.g. --set optimizer='adam(lr = 1e-3)' "
-                        "--set validate='test every 100' --set checkpoint_every=500")
+                   help="override any training statement, the point counts or a train setting, e.g. --set "
+                        "optimizer='adam(lr = 1e-3)' --set validate='test every 100' --set 'points=pde 4096, "
+                        "ic 256' --set checkpoint_every=500")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
     p.add_argument("--quiet", action="store_true", help="log lines instead of a progress bar")
     p.add_argument("--distributed", action="store_true",

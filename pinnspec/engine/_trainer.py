@@ -157,8 +157,12 @@ def _field_groups(spec, factory, init, dtype, device, periodic) -> FieldGroups:
     for f, field in enumerate(ir_problem.fields):
         columns = tuple(names.index(c) for c in ir_problem.coordinates_of(field))
         by_columns.setdefault(columns, []).append(f)
-    groups = tuple((columns, tuple(fields), factory.build(len(columns), len(fields), generator=init, dtype=dtype,
-                                                          device=device))
+
+    def setting(columns):  # a per-coordinate Fourier scale keeps its columns' scales
+        return factory.on_columns(columns, len(names)) if hasattr(factory, "on_columns") else factory
+
+    groups = tuple((columns, tuple(fields), setting(columns).build(len(columns), len(fields), generator=init,
+                                                                   dtype=dtype, device=device))
                    for columns, fields in by_columns.items())
     return FieldGroups(len(names), len(ir_problem.fields), groups)
 

@@ -394,6 +394,7 @@ class Lowering:
             kept = tuple(n for n in names if n in seen)
             if len(kept) < len(names):
                 self.field_coordinates[field] = kept
+
     def _coordinate(self, name: str) -> ir.Coordinate | None:
         return next((c for c in self.coordinates if c.name == name), None)
 

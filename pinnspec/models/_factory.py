@@ -3,7 +3,7 @@ run's generator, and the Fourier-embedding and RWF options of a spec."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -102,3 +102,14 @@ class EmbeddedFactory(NetworkFactory):
     def make(self, in_dim: int, out_dim: int) -> torch.nn.Module:
         return self.network(in_dim, out_dim, self.width, self.depth, self.activation, self.embedding.make(in_dim),
                             self.rwf)
+
+    def on_columns(self, columns: tuple[int, ...], in_dim: int) -> "EmbeddedFactory":
+        """This setting for a network that reads only ``columns`` of the ``in_dim`` inputs (`FieldGroups`):
+        one sigma per input keeps those columns' sigmas."""
+        scales = self.embedding.fourier
+        if not isinstance(scales, tuple):
+            return self
+        if len(scales) != in_dim:
+            raise ValueError(f"fourier = {scales} gives {len(scales)} scales for {in_dim} coordinates: one scale "
+                             "per coordinate, in the order the spec declares them (space, then time)")
+        return replace(self, embedding=replace(self.embedding, fourier=tuple(scales[c] for c in columns)))

@@ -132,3 +132,22 @@ def test_a_spec_with_a_field_of_x_only_trains_and_resumes_bit_for_bit(tmp_path):
     assert resumed.history == whole.history
     for a, b in zip(whole.model.state_dict().values(), resumed.model.state_dict().values()):
         assert torch.equal(a, b)
+
+
+def test_per_coordinate_fourier_scales_follow_each_groups_columns(tmp_path):
+    """``fourier = (s_x, s_t)`` with ``field u, k(x)``: u's network draws B [features, 2] with (s_x, s_t), k's
+    B [features, 1] with s_x; a tuple of the wrong length names the coordinates' count."""
+    from pinnspec.engine import Trainer
+    from pinnspec.lang._overrides import apply_overrides
+
+    spec = _kappa(tmp_path)
+    model = Trainer(apply_overrides(spec, {"model": "fourier_mlp(width = 8, depth = 1, features = 2000, "
+                                                    "fourier = (6, 0.5))"})).model
+    u_net, k_net = model.inners
+    b_u, b_k = u_net.embedding.frequencies, k_net.embedding.frequencies  # [2000, 2], [2000, 1]
+    assert b_u.shape == (2000, 2) and b_k.shape == (2000, 1)
+    assert float(b_u[:, 0].std()) == pytest.approx(6.0, rel=0.06)
+    assert float(b_u[:, 1].std()) == pytest.approx(0.5, rel=0.06)
+    assert float(b_k[:, 0].std()) == pytest.approx(6.0, rel=0.06)
+    with pytest.raises(ValueError, match=r"gives 3 scales for 2 coordinates"):
+        Trainer(apply_overrides(spec, {"model": "fourier_mlp(fourier = (6, 0.5, 1))"}))
