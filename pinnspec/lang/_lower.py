@@ -1064,7 +1064,24 @@ class Lowering:
                                 "with 'align gua' every first-order stage uses the same optimizer (gua's state "
                                 f"alignment is the optimizer's): the stages use {', '.join(s.optimizer.name for s in first_order)}")
         calls["align"] = self._resolved_alignment(calls["align"], calls["optimizer"], by_kind.get("align", []))
+        self._check_fourier_scales(calls["model"], by_kind.get("model", []))
         return ir.Training(settings=tuple(settings.items()), stages=stages, **calls)
+
+    def _check_fourier_scales(self, model: ir.CallSpec, statements) -> None:
+        """``fourier = (s_1, ..., s_k)``: one scale per input the network reads (the coordinates; with a periodic
+        `enforce`, the other coordinates then cos and sin of each periodic one, as `PeriodicEmbedding` feeds it)."""
+        scales = model.options.get("fourier")
+        if not isinstance(scales, tuple) or not statements:
+            return
+        periodic = {e.coordinate for e in self.periodic_embeddings}
+        names = [c.name for c in self.coordinates]
+        inputs = [n for n in names if n not in periodic] + [f"{f} {n}" for n in names if n in periodic
+                                                              for f in ("cos", "sin")]
+        if len(scales) != len(inputs):
+            span = next((kw.value.span for kw in statements[0].call.kwargs if kw.name.name == "fourier"),
+                        statements[0].call.span)
+            self.diag.error(span, f"fourier gives {len(scales)} scales, but the network reads {len(inputs)} inputs "
+                            f"({', '.join(inputs)}): give one scale per input, in that order")
 
     def _keyword_settings(self, keyword_args, table, what: str, listing: str, into: dict[str, Any]) -> dict[str, Any]:
         """``KEY = VALUE`` settings of a ``train`` or ``stage`` statement (``table``: key -> (kind, default))

@@ -30,8 +30,7 @@ class Embedding:
     def make(self, in_dim: int) -> FourierFeatures | None:
         if isinstance(self.fourier, tuple) and len(self.fourier) != in_dim:
             raise ValueError(f"fourier = {self.fourier} gives {len(self.fourier)} scales, but the network reads "
-                             f"{in_dim} inputs: one scale per coordinate, in the order the spec declares them "
-                             "(space, then time; a periodic `enforce` adds its coordinate's cos and sin in its place)")
+                             f"{in_dim} inputs: one scale per input")
         return FourierFeatures(in_dim, self.features, self.fourier, self.trainable_fourier) if self.fourier else None
 
 

@@ -51,6 +51,8 @@ CASES = [
      "mlp(width = ...) expects a number, got a tuple"),
     ("name in a tuple of scales", HEAD + PDE + "model fourier_mlp(fourier = (1, tanh))\n", 6, 33,
      "fourier_mlp(fourier = ...) expects a number, got 'tanh'"),
+    ("fourier scales one per input", HEAD + PDE + "model fourier_mlp(fourier = (1, 2, 3))\n", 6, 29,
+     "fourier gives 3 scales, but the network reads 2 inputs (x, t)"),
     ("field with an empty list", HEAD.replace("field u", "field u, k()") + PDE, 4, 12, "unexpected ')'"),
     # --- syntax
     ("missing colon", HEAD + "equation pde u_t = 0\n", 5, 14, "name and ':'"),

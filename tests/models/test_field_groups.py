@@ -138,6 +138,7 @@ def test_per_coordinate_fourier_scales_follow_each_groups_columns(tmp_path):
     """``fourier = (s_x, s_t)`` with ``field u, k(x)``: u's network draws B [features, 2] with (s_x, s_t), k's
     B [features, 1] with s_x; a tuple of the wrong length names the coordinates' count."""
     from pinnspec.engine import Trainer
+    from pinnspec.lang import SpecError
     from pinnspec.lang._overrides import apply_overrides
 
     spec = _kappa(tmp_path)
@@ -149,5 +150,7 @@ def test_per_coordinate_fourier_scales_follow_each_groups_columns(tmp_path):
     assert float(b_u[:, 0].std()) == pytest.approx(6.0, rel=0.06)
     assert float(b_u[:, 1].std()) == pytest.approx(0.5, rel=0.06)
     assert float(b_k[:, 0].std()) == pytest.approx(6.0, rel=0.06)
-    with pytest.raises(ValueError, match=r"gives 3 scales for 2 coordinates"):
-        Trainer(apply_overrides(spec, {"model": "fourier_mlp(fourier = (6, 0.5, 1))"}))
+    with pytest.raises(SpecError, match=r"fourier gives 3 scales, but the network reads 2 inputs \(x, t\)"):
+        apply_overrides(spec, {"model": "fourier_mlp(fourier = (6, 0.5, 1))"})
+    with pytest.raises(ValueError, match=r"gives 3 scales for 2 coordinates"):  # the same check from Python
+        fourier_mlp(fourier=(6, 0.5, 1)).on_columns((0,), 2)
