@@ -182,7 +182,7 @@ class ToAst(Transformer):
 
     def field_decl(self, meta, c):
         name, *coordinates = c
-        coordinates = [t for t in coordinates if t is not None]  # `field u`: no list (a None placeholder)
+        coordinates = [t for t in coordinates if t is not None]  # `field u`: Lark gives None for the absent list
         return _ident(name), (tuple(_ident(t) for t in coordinates) if coordinates else None)
 
     # geometry
