@@ -18,7 +18,7 @@ the trainer's host-side epoch counter); ``weights none`` keeps ``state.weights``
 
 Every trainer step and every benchmark that runs the chain calls :meth:`UpdateChain.update`; nothing else
 composes the stages.  What the stages can do is declared, not discovered: ``uses_hessian``, ``compiles``,
-``capturable(m)``.
+``capturable``.
 """
 
 from __future__ import annotations
@@ -104,10 +104,11 @@ class UpdateChain:
         """Whether the chain traces into one torch.compile graph (no host decision, no generator)."""
         return self.surgery.compiles and self.optimizer.compiles
 
-    def capturable(self, num_losses: int) -> bool:
-        """Whether a CUDA graph can record the chain for ``num_losses`` losses: it compiles, never waits for
-        the device, and never needs a Hessian estimate (a host decision from the step count)."""
-        return self.compiles and self.surgery.capturable(num_losses) and not self.uses_hessian
+    @property
+    def capturable(self) -> bool:
+        """Whether a CUDA graph can record the chain: it compiles (so never waits for the device) and never
+        needs a Hessian estimate (a host decision from the step count)."""
+        return self.compiles and not self.uses_hessian
 
     # ------------------------------------------------------------------ state
     def init(self, theta: Tensor, shapes: Sequence[Sequence[int]], num_losses: int) -> ChainState:

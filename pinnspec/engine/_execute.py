@@ -196,9 +196,9 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     elif not fused:
         not_taken.append((one, "a point set feeds two tasks, or the network adds its own loss term, so G does not "
                                "come from one pass over the sets"))
-    elif cuda_graphs and not chain.capturable(num_losses):
-        not_taken.append((one, f"the chain cannot be recorded as a CUDA graph for {num_losses} losses (a "
-                               "synchronising op such as eigh, or a Hessian estimate)"))
+    elif cuda_graphs and not chain.capturable:
+        not_taken.append((one, f"the chain cannot be recorded as a CUDA graph: {t.optimizer} needs Hessian "
+                               "estimates on some steps"))
     else:
         what = ("recorded as one CUDA graph, step counts kept on the device" if cuda_graphs
                 else "torch.compile, step counts symbolic")

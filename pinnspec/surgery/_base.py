@@ -35,15 +35,11 @@ class Surgery:
     scale_equivariant: ClassVar[bool] = True
     #: class of the state, for stateful methods
     state_type: ClassVar[type | None] = None
-    #: whether the method traces into one torch.compile graph (no host decision, no generator):
-    #: then ``compile = on`` compiles the update chain too (tests/engine/test_compiled.py)
+    #: whether the method traces into one torch.compile graph with no host decision, no generator and no
+    #: op that waits for the device (``eigh``, ``pinv``, ``nonzero``...): then ``compile = on`` compiles the
+    #: update chain too and ``compile = graphs`` records it in a CUDA graph (tests/engine/test_compiled.py,
+    #: tests/surgery/test_properties.py)
     compiles: ClassVar[bool] = False
-
-    @classmethod
-    def capturable(cls, num_losses: int) -> bool:
-        """Whether a CUDA graph can record the method's direction for ``num_losses`` losses: it compiles
-        and never waits for the device (a synchronising op such as ``eigh`` fails a CUDA graph's capture)."""
-        return False
 
     def init(self, num_losses: int, num_params: int, *, dtype: torch.dtype = torch.float32,
              device: torch.device | str | None = None):

@@ -45,10 +45,6 @@ class MConFIG(Surgery):
 
     compiles = True
 
-    @classmethod
-    def capturable(cls, num_losses):
-        return num_losses <= 2  # ConFIG's direction: for m >= 3 a pseudo-inverse by eigh
-
     stateful = True
     scale_equivariant = False  # the output is normalised: a(sG) ~ a(G)
     state_type = MConFIGState

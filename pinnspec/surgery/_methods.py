@@ -30,10 +30,6 @@ class Sum(Surgery):
 
     compiles = True
 
-    @classmethod
-    def capturable(cls, num_losses):
-        return True
-
     def direction(self, G, *, generator=None):
         return G.sum(dim=0)
 
@@ -246,19 +242,32 @@ class UPGrad(Surgery):
         return ((weights / m) @ G64).to(G.dtype)
 
 
+#: the ridge that stands in for the pseudo-inverse in ConFIG's direction for m >= 3 (see config_direction)
+CONFIG_RIDGE = 1e-10
+
+
 def config_direction(G: Tensor) -> Tensor:
-    """ConFIG's direction for the rows of G ([m, p] -> [p]); see :class:`ConFIG`."""
+    """ConFIG's direction for the rows of G ([m, p] -> [p]); see :class:`ConFIG`.
+
+    For m >= 3, pinv(U) 1 = lim_{d -> 0} U^T (U U^T + d I)^{-1} 1: an m x m solve at d = ``CONFIG_RIDGE``
+    instead of a pseudo-inverse.  The Gram matrix of unit rows has eigenvalues in [0, m]; along an
+    eigenvalue l > 0 the solve differs from the pseudo-inverse by d / (l + d).  A null direction of U U^T
+    is one U^T maps to zero: exactly for a zero row or a repeated one; where U x = 1 has no solution (rows
+    spanning fewer dimensions than there are rows besides those) rounding leaves about 1e-16 / d of it.
+    LU without error checks never waits for the device, so the direction records into a CUDA graph; an
+    eigh- or SVD-based pseudo-inverse would not.
+    """
     m = G.shape[0]
     G64 = G.to(torch.float64)
     units = unit_rows(G64)  # [m, p]
     if m == 2:
         best = units[0] + units[1]  # closed form: x = (u_1 + u_2) / (1 + cos) solves U x = 1
     else:
-        # pinv(U) 1 = U^T pinv(U U^T) 1: an m x m pseudo-inverse instead of an SVD of the m x p matrix
-        # (same result; 5x faster at p = 1e4, m = 3, measured by `pinnspec bench overhead`)
         gram = units @ units.T  # [m, m]
-        ones = torch.ones(m, dtype=torch.float64, device=G64.device)
-        best = units.T @ (torch.linalg.pinv(gram, hermitian=True) @ ones)  # [p]
+        system = gram + CONFIG_RIDGE * torch.eye(m, dtype=torch.float64, device=G64.device)  # [m, m]
+        lu, pivots, _ = torch.linalg.lu_factor_ex(system, check_errors=False)
+        ones = torch.ones(m, 1, dtype=torch.float64, device=G64.device)  # [m, 1]
+        best = units.T @ torch.linalg.lu_solve(lu, pivots, ones)[:, 0]  # [p]
     norm = best.norm()
     unit = best / torch.where(norm > 0, norm, 1.0)  # [p]; zero when every row is zero (no host decision)
     return ((G64 @ unit).sum() * unit).to(G.dtype)
@@ -275,10 +284,6 @@ class ConFIG(Surgery):
 
     conflict_free = True
     compiles = True
-
-    @classmethod
-    def capturable(cls, num_losses):
-        return num_losses <= 2  # m >= 3: a pseudo-inverse by eigh, which waits for the device
 
     def direction(self, G, *, generator=None):
         return config_direction(G)

@@ -118,11 +118,11 @@ def test_compiled_update_chain_equals_eager_on_cuda(mode, capsys):
     assert "does not compile" not in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("mode, grouping", [("on", "three"), ("graphs", "two")])
+@pytest.mark.parametrize("mode, grouping", [("on", "three"), ("graphs", "two"), ("graphs", "three")])
 def test_the_one_graph_step_equals_eager_on_cuda(mode, grouping, capsys):
     """Losses, G and the update chain as one compiled graph on CUDA; with ``graphs`` one CUDA graph, its
-    step counts device tensors (ConFIG at m = 2: no eigh to record).  (Never run on a GPU when written:
-    a failure the trainer turned into its fallback shows as the notice.)"""
+    step counts device tensors (ConFIG at m = 2 in closed form, at m = 3 by an LU solve without error
+    checks).  (A failure the trainer turned into its fallback shows as the notice.)"""
     eager = Trainer(_spec(BURGERS, grouping=grouping, epochs=6, dtype="float64"))
     compiled = Trainer(_spec(BURGERS, compile=mode, grouping=grouping, epochs=6, dtype="float64"))
     assert compiled.execution.current == ("one CUDA graph" if mode == "graphs" else "one graph")
@@ -136,19 +136,10 @@ def test_the_one_graph_step_equals_eager_on_cuda(mode, grouping, capsys):
     assert "does not compile" not in capsys.readouterr().err
 
 
-def test_cuda_graphs_leave_a_chain_with_eigh_apart():
-    """ConFIG at m = 3 calls eigh, which a CUDA graph cannot record: with ``graphs`` the losses are a CUDA
-    graph and the chain compiles apart (`Surgery.capturable`)."""
-    trainer = Trainer(_spec(BURGERS, compile="graphs", grouping="three", epochs=3))
-    assert trainer.execution.current == "two graphs"
-    assert trainer.run().status == "completed"
-
-
 @pytest.mark.parametrize("m", [2, 3])
 def test_config_and_gua_queue_without_a_synchronisation(m):
-    """ConFIG (m = 2, closed form) and GUA (enumeration on the device) run with CUDA's sync debug
-    mode set to error: neither waits for the GPU.  (ConFIG at m >= 3 uses a pseudo-inverse, whose
-    eigh may synchronise: not asserted.)"""
+    """ConFIG (m = 2 closed form, m = 3 an LU solve without error checks) and GUA (enumeration on the
+    device) run with CUDA's sync debug mode set to error: neither waits for the GPU."""
     from pinnspec.align import GUA
     from pinnspec.optim import Adam
     from pinnspec.surgery import make as make_surgery
@@ -161,12 +152,12 @@ def test_config_and_gua_queue_without_a_synchronisation(m):
     state = optimizer.init(theta)
     for _ in range(3):
         _, state = optimizer.propose(torch.randn(p_dim, device="cuda", generator=gen), state)
-    surgery = make_surgery("config") if m == 2 else None
+    surgery = make_surgery("config")
     GUA().align(-G[0], G, state, optimizer, params=theta)  # warm: the active-set masks are cached on the device
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        a = surgery(G)[0] if surgery is not None else -G.sum(0)
+        a = surgery(G)[0]
         u, tentative = optimizer.propose(a, state, params=theta)
         p, aligned = GUA().align(-G[0] + 0.1 * u, G, tentative, optimizer, params=theta)
     finally:

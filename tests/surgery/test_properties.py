@@ -201,21 +201,46 @@ _SYNCHRONISING = ("linalg_pinv", "linalg_eigh", "_linalg_eigh", "_linalg_svd", "
 
 @pytest.mark.parametrize("name", METHODS)
 @pytest.mark.parametrize("m", [2, 3, 5])
-def test_a_capturable_direction_has_no_synchronising_op(name, m):
-    """`capturable(m)` (the trainer records the update chain in a CUDA graph only then): the direction,
-    traced to aten ops, calls none that waits for the device; and ConFIG's eigh for m >= 3 is seen."""
+def test_a_compiling_direction_has_no_synchronising_op(name, m):
+    """A method that `compiles` is also recorded in a CUDA graph (`UpdateChain.capturable`): its direction,
+    traced to aten ops, calls none that waits for the device (ConFIG's m x m system for m >= 3 included)."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     method = make(name)
-    G = random_G(m, 40, correlated=False, seed=m)
     if not method.compiles:
-        assert not method.capturable(m)  # a host decision or a generator: not even one compiled graph
-        return
+        return  # a host decision or a generator: not even one compiled graph
+    G = random_G(m, 40, correlated=False, seed=m)
     state = method.init(*G.shape, dtype=G.dtype)
     graph = make_fx(lambda G: method(G, state)[0])(G)
     ops = {str(node.target).split(".")[1] for node in graph.graph.nodes if node.op == "call_function"
            and str(node.target).startswith("aten.")}
-    synchronising = ops.intersection(_SYNCHRONISING)
-    assert method.capturable(m) == (not synchronising), (name, m, sorted(synchronising))
-    if name in ("config", "mconfig"):
-        assert bool(synchronising) == (m >= 3)
+    assert not ops.intersection(_SYNCHRONISING), (name, m, sorted(ops.intersection(_SYNCHRONISING)))
+    if name == "config" and m >= 3:
+        assert "linalg_lu_factor_ex" in ops  # the traced graph is the one documented
+
+
+def test_config_ridge_solve_matches_the_pseudo_inverse():
+    """ConFIG for m >= 3: U^T (U U^T + d I)^{-1} 1 against torch.linalg.pinv(U) 1 (an SVD of the m x p
+    matrix): equal to d / lambda_min on independent rows, with a zero row and with a repeated row; to about
+    1e-16 / d where U x = 1 has no solution (four rows spanning two dimensions)."""
+    from pinnspec.surgery._methods import CONFIG_RIDGE, config_direction, unit_rows
+
+    def by_svd(G):
+        best = torch.linalg.pinv(unit_rows(G)) @ torch.ones(G.shape[0], dtype=G.dtype)
+        unit = best / best.norm() if best.norm() > 0 else best
+        return (G @ unit).sum() * unit
+
+    gen = torch.Generator().manual_seed(3)
+    G = torch.randn(4, 300, generator=gen, dtype=torch.float64)
+    cases = {"independent": G, "a zero row": torch.cat([G[:3], torch.zeros(1, 300, dtype=torch.float64)]),
+             "a repeated row": torch.cat([G[:3], 2.5 * G[:1]]),
+             "rank two": torch.stack([G[0], G[1], G[0] + G[1], G[0] - 0.5 * G[1]])}
+    for what, rows in cases.items():
+        units = unit_rows(rows)
+        eig = torch.linalg.eigvalsh(units @ units.T)
+        lam_min = eig[eig > 1e-10].min().item()
+        expected = by_svd(rows)
+        error = (config_direction(rows) - expected).norm() / expected.norm()
+        bound = 1e-15 / CONFIG_RIDGE if what == "rank two" else 10 * CONFIG_RIDGE / lam_min + 1e-13
+        assert error <= bound, (what, error.item(), lam_min)
+    assert torch.equal(config_direction(torch.zeros(3, 5)), torch.zeros(5))  # every row zero: no direction
