@@ -252,8 +252,8 @@ def config_direction(G: Tensor) -> Tensor:
     For m >= 3, pinv(U) 1 = lim_{d -> 0} U^T (U U^T + d I)^{-1} 1: an m x m solve at d = ``CONFIG_RIDGE``
     instead of a pseudo-inverse.  The Gram matrix of unit rows has eigenvalues in [0, m]; along an
     eigenvalue l > 0 the solve differs from the pseudo-inverse by d / (l + d).  A null direction of U U^T
-    is one U^T maps to zero: exactly for a zero row or a repeated one; where U x = 1 has no solution (rows
-    spanning fewer dimensions than there are rows besides those) rounding leaves about 1e-16 / d of it.
+    is one U^T maps to zero: exactly for a zero row or a repeated one; where U x = 1 has no solution (four
+    rows in one plane, say) rounding leaves about 1e-16 / d of it.
     LU without error checks never waits for the device, so the direction records into a CUDA graph; an
     eigh- or SVD-based pseudo-inverse would not.
     """
