@@ -134,6 +134,9 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     # a run stops as diverged when its loss exceeds this factor times its lowest loss so far (0: never)
     "diverge_factor": ("number", 1e6),
 }
+#: the `train` settings that say how a run executes, not what it trains: a stopped run of a sweep or bench may
+#: resume with other values of these (the continuation is then not bit for bit the uninterrupted run)
+EXECUTION_SETTINGS = ("device", "compile", "engine", "checkpoint_every")
 
 #: `weights NAME(args)`: the loss-balancing stage of the update chain (pinnspec.engine._weights), name ->
 #: {argument: default}; every and points are whole numbers >= 1, 0 <= alpha < 1 (checked when a spec is read)

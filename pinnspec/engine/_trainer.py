@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from .. import __version__, ir
+from .._interrupts import Interrupts
 from .._malloc import tune_allocator
 from .._rss import read_status, reset_peak
 from .. import catalog, models, optim, surgery  # noqa: F401  (register the built-in names)
@@ -1022,10 +1023,12 @@ def _to_device(tree, device: torch.device):
 
 
 def _install_sigint(trainer: Trainer):
-    """Ctrl-C: finish the epoch, checkpoint, stop (a second Ctrl-C stops at once)."""
+    """Ctrl-C: finish the epoch, checkpoint, stop (a second Ctrl-C stops at once; the same one delivered
+    twice is one, see pinnspec._interrupts)."""
+    interrupts = Interrupts()
     try:
         def handler(signum, frame):
-            if trainer._stop_requested:
+            if interrupts.arrive() == "again":
                 raise KeyboardInterrupt
             trainer._stop_requested = True
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 from .. import __version__
 from .._files import atomic_write_text, read_json
+from .._interrupts import Interrupts
+from ..catalog import EXECUTION_SETTINGS
 from ._plan import Run, Sweep, SweepError, plan
 from ._table import summarize, write_tables
 from ._worker import init_pool_worker, run_one
@@ -45,6 +47,8 @@ class SweepReport:
     out: str
     runs: list[Run]
     actions: dict[str, str]  # run name -> "skip" | "resume" | "fresh"
+    #: resumed runs whose execution settings change: run name -> {setting: (saved, planned)}
+    execution_changed: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
     outcomes: dict[str, dict] = field(default_factory=dict)  # run name -> the worker's answer or {"error": ...}
     rows: list[dict] = field(default_factory=list)  # one per run (pinnspec.sweep._table.read_run)
     table: list[dict] = field(default_factory=list)  # one per setting
@@ -72,7 +76,13 @@ def run_action(run: Run) -> str:
     """"skip": result.json says completed or diverged; "resume": a checkpoint is
     there (killed or interrupted); "fresh": anything else.  Raises SweepError when
     a finished or resumable run was made with other settings (its config.pinn
-    differs from the planned spec)."""
+    trains something else than the planned spec: the execution settings of
+    ``catalog.EXECUTION_SETTINGS`` may differ, see :func:`execution_changes`)."""
+    return _action(run)[0]
+
+
+def _action(run: Run) -> tuple[str, dict[str, tuple[str, str]]]:
+    """:func:`run_action` and, for a run that resumes or is skipped, its :func:`execution_changes`."""
     try:
         status = read_json(os.path.join(run.run_dir, "result.json")).get("status")
     except (OSError, ValueError):
@@ -82,17 +92,55 @@ def run_action(run: Run) -> str:
     elif os.path.isfile(os.path.join(run.run_dir, "checkpoint.pt")):
         action = "resume"
     else:
-        return "fresh"
+        return "fresh", {}
+    changes = execution_changes(run)
+    if changes is None:
+        raise SweepError(f"{run.run_dir}: error: this run was made with other settings than the sweep asks for "
+                         f"(its config.pinn trains something else than the planned spec); give another --out, or "
+                         f"delete the folder to run it again")
+    return action, changes
+
+
+def execution_changes(run: Run) -> dict[str, tuple[str, str]] | None:
+    """The execution settings (``catalog.EXECUTION_SETTINGS``) in which the run folder's config.pinn differs
+    from the planned spec, name -> (saved, planned) value texts (absent: ``-``); {} when the texts are equal;
+    None when they differ in anything else (comments and layout aside) or the saved spec is missing or unreadable."""
     try:
         with open(os.path.join(run.run_dir, "config.pinn"), encoding="utf-8") as fh:
-            same = fh.read() == run.source
+            saved = fh.read()
     except OSError:
-        same = False
-    if not same:
-        raise SweepError(f"{run.run_dir}: error: this run was made with other settings than the sweep asks for "
-                         f"(its config.pinn differs from the planned spec); give another --out, or delete the "
-                         f"folder to run it again")
-    return action
+        return None
+    if saved == run.source:
+        return {}
+    from ..lang import SpecError
+
+    try:
+        before, after = _what_it_trains(saved), _what_it_trains(run.source)
+    except SpecError:
+        return None
+    if before[0] != after[0]:
+        return None
+    keys = sorted(set(before[1]) | set(after[1]))
+    return {k: (before[1].get(k, "-"), after[1].get(k, "-")) for k in keys if before[1].get(k) != after[1].get(k)}
+
+
+def _what_it_trains(source: str) -> tuple[tuple, dict[str, str]]:
+    """A spec's statements as written (comments and layout aside; the `train` statement without its execution
+    settings, its other settings in any order), and its execution settings, name -> value text."""
+    from ..lang import parse
+
+    tree = parse(source)
+    statements, execution = [], {}
+    for statement in tree.statements:
+        if statement.keyword != "train":
+            statements.append(" ".join(statement.span.text(source).split()))
+            continue
+        others = {}
+        for setting in statement.settings:
+            value = " ".join(setting.value.span.text(source).split())
+            (execution if setting.name.name in EXECUTION_SETTINGS else others)[setting.name.name] = value
+        statements.append(("train", tuple(sorted(others.items()))))
+    return tuple(statements), execution
 
 
 class _Lock:
@@ -147,6 +195,27 @@ def _alive(pid) -> bool:
 
 
 # ---------------------------------------------------------------- backends
+@contextlib.contextmanager
+def _one_ctrl_c():
+    """SIGINT raises KeyboardInterrupt, except the repeats of the first (pinnspec._interrupts): the backends
+    pass one interrupt on to the runs, which checkpoint, and wait for them; a second Ctrl-C stops at once."""
+    interrupts = Interrupts()
+
+    def handler(signum, frame):
+        if interrupts.arrive() != "repeat":
+            raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread: Python's own handling
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _run_local(tasks: list[dict], jobs: int, threads: int, done, fresh_processes: bool = False) -> None:
     context = multiprocessing.get_context("spawn")
     # fresh_processes: one process per run, so that a run's peak memory and first-step costs are its own
@@ -271,14 +340,17 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
     for sweep in sweeps:
         runs = plan(sweep)
         out = os.path.dirname(runs[0].run_dir) if runs else os.path.abspath(sweep.out or sweep.default_out())
-        actions = {}
+        actions, changed = {}, {}
         for run in runs:
             try:
-                actions[run.name] = run_action(run)
+                actions[run.name], changes = _action(run)
             except SweepError as err:
                 actions[run.name] = "stale"
                 stale.append(str(err))
-        reports.append(SweepReport(out=out, runs=runs, actions=actions))
+                continue
+            if changes and actions[run.name] == "resume":
+                changed[run.name] = changes
+        reports.append(SweepReport(out=out, runs=runs, actions=actions, execution_changed=changed))
     if len({r.out for r in reports}) != len(reports):
         raise SweepError("two sweeps of one call write the same output folder")
     todo = [(report, run) for report in reports for run in report.runs if report.actions[run.name] != "skip"]
@@ -292,6 +364,14 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
             log(summary)
             for run in report.runs:
                 log(f"  {report.actions[run.name]:6s} {run.name}")
+    for report in reports:
+        for run in report.runs:
+            changes = report.execution_changed.get(run.name)
+            if not changes:
+                continue
+            how = ", ".join(f"{k} {before} -> {after}" for k, (before, after) in changes.items())
+            log(f"sweep: {run.run_dir} resumes with other execution settings ({how}): from there on it is not bit for "
+                f"bit the run it would have been")
     if stale:
         more = f" (and {len(stale) - 1} more run folders like it)" if len(stale) > 1 else ""
         raise SweepError(stale[0] + more)
@@ -354,10 +434,11 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
                     log(f"{prefix}: {_describe(answer)}")
 
                 try:
-                    if ray:
-                        _run_ray(tasks, threads, gpus_per_run, jobs, done, fresh_processes)
-                    else:
-                        _run_local(tasks, jobs, threads, done, fresh_processes)
+                    with _one_ctrl_c():
+                        if ray:
+                            _run_ray(tasks, threads, gpus_per_run, jobs, done, fresh_processes)
+                        else:
+                            _run_local(tasks, jobs, threads, done, fresh_processes)
                 except KeyboardInterrupt:
                     for report in reports:
                         report.interrupted = True

@@ -1,7 +1,8 @@
 """The sweep's table: per setting, mean ± std over seeds of the completed runs.
 A diverged run is counted (column ``diverged``) and left out of the means;
-a run that did not finish (failed, interrupted, never started) is counted as
-``failed``.  No torch here."""
+a run stopped early (Ctrl-C, a time limit, killed: its checkpoint resumes it) is
+counted as ``stopped``; a run without a result.json (never started, or failed
+before it wrote one) as ``not_run``.  No torch here."""
 
 from __future__ import annotations
 
@@ -65,8 +66,9 @@ def summarize(rows: list[dict], keys: list[str]) -> list[dict]:
     for setting, members in groups.items():
         done = [r for r in members if r["status"] == "completed"]
         diverged = sum(r["status"] == "diverged" for r in members)
+        stopped = sum(r["status"] in ("interrupted", "running") for r in members)
         entry = {**dict(zip(keys, setting)), "runs": len(members), "completed": len(done), "diverged": diverged,
-                 "failed": len(members) - len(done) - diverged}
+                 "stopped": stopped, "not_run": len(members) - len(done) - diverged - stopped}
         for metric, _ in METRICS:
             entry[f"{metric}_mean"], entry[f"{metric}_std"] = mean_std([r.get(metric) for r in done])
         table.append(entry)
@@ -74,7 +76,7 @@ def summarize(rows: list[dict], keys: list[str]) -> list[dict]:
 
 
 def csv_columns(keys: list[str]) -> list[str]:
-    return [*keys, "runs", "completed", "diverged", "failed"] + [f"{m}_{s}" for m, _ in METRICS for s in ("mean", "std")]
+    return [*keys, "runs", "completed", "diverged", "stopped", "not_run"] + [f"{m}_{s}" for m, _ in METRICS for s in ("mean", "std")]
 
 
 def _cell(mean, std, kind) -> str:
@@ -96,7 +98,7 @@ def markdown(table: list[dict], keys: list[str], title: str | None = None) -> st
     lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for entry in table:
         runs = f"{entry['completed']}/{entry['runs']}"
-        notes = [f"{entry[k]} {k}" for k in ("diverged", "failed") if entry[k]]
+        notes = [f"{entry[k]} {k.replace('_', ' ')}" for k in ("diverged", "stopped", "not_run") if entry[k]]
         if notes:
             runs += f" ({', '.join(notes)})"
         cells = [f"`{entry[k]}`" for k in keys] or ["(spec)"]
@@ -105,7 +107,8 @@ def markdown(table: list[dict], keys: list[str], title: str | None = None) -> st
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "mean ± sample std over the completed seeds; rel_l2 at the best-validation checkpoint, "
                   "rel_l2_final at the end; R_* the conflict rates; peak MiB the run's peak memory (CUDA: "
-                  "max allocated; CPU: the process's peak RSS); diverged and failed runs are counted, not averaged."]
+                  "max allocated; CPU: the process's peak RSS); the diverged runs, the stopped "
+                  "ones (the same command resumes them) and those not run are counted, not averaged."]
     return "\n".join(lines) + "\n"
 
 

@@ -81,6 +81,8 @@ def run_one(task: dict) -> dict:
     if _stop:  # Ctrl-C while the trainer was built: keep what is on disk, train no further
         raise KeyboardInterrupt("the sweep was interrupted before this run started")
     result = trainer.run()
+    if result.status == "interrupted":  # the trainer's own handler took the SIGINT: start no further run
+        _note_stop(signal.SIGINT, None)
     return {"name": task["name"], "action": task["action"], "resumed_from": resumed_from,
             "result": result.to_dict(), "wall_s": time.perf_counter() - started, "pid": os.getpid(),
             "threads": torch.get_num_threads()}

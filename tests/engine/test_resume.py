@@ -83,3 +83,18 @@ def test_ctrl_c_checkpoints_then_resume_equals_uninterrupted(uninterrupted, tmp_
     resumed = cli("train", "--resume", str(out), "--quiet")
     assert resumed.returncode == 0, resumed.stderr
     same_run(uninterrupted, out)
+
+
+def test_one_ctrl_c_delivered_twice_checkpoints_and_stops(tmp_path):
+    """`timeout -s INT` signals the command and then its process group: the one interrupt arrives twice, and
+    the run still finishes its epoch and checkpoints (only a second Ctrl-C, later, stops at once)."""
+    import pinnspec
+
+    def ctrl_c_twice_at_epoch_10(line):
+        if line.startswith("epoch 10/"):
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+
+    result = pinnspec.train(str(TINY), epochs=60, out=str(tmp_path / "run"), log=ctrl_c_twice_at_epoch_10)
+    assert result.status == "interrupted" and result.epochs_done == 10
+    assert torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["epoch"] == 10

@@ -1,19 +1,22 @@
 """pinnspec sweep: a 2 x 2 grid on the local pool gives a 4-row table; a restart
 skips finished runs; an interrupted run (with a checkpoint) is resumed and ends
 like an uninterrupted one; a diverged run is counted, not averaged; a Ray
-cluster gives the same numbers; an invalid grid key stops everything."""
+cluster gives the same numbers; an invalid grid key stops everything; a
+stopped run resumes with other execution settings, not with other training."""
 
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from pinnspec._files import read_csv
-from pinnspec.sweep import Run, Sweep, SweepError, main, plan, read_run, run_sweep, run_sweeps, summarize
+from pinnspec.sweep import (Run, Sweep, SweepError, execution_changes, main, markdown, plan, read_run, run_sweep,
+                            run_sweeps, summarize)
 
 TINY = Path(__file__).resolve().parents[1] / "engine" / "data" / "tiny.pinn"
 FIXED = ["--set", "epochs=20", "--set", "checkpoint_every=5"]
@@ -37,7 +40,7 @@ def test_local_pool_runs_the_grid_into_one_table(local):
     assert [(r["surgery"], r["align"]) for r in table] == [("config", "gua"), ("config", "none"),
                                                            ("pcgrad", "gua"), ("pcgrad", "none")]
     for row in table:
-        assert (row["runs"], row["completed"], row["diverged"], row["failed"]) == ("1", "1", "0", "0")
+        assert (row["runs"], row["completed"], row["diverged"], row["stopped"], row["not_run"]) == ("1", "1", "0", "0", "0")
         assert 0 < float(row["rel_l2_mean"]) < 10 and 0 <= float(row["R_u_mean"]) <= 1
         assert (row["R_p_mean"] == "") == (row["align"] == "none")
     for name in ("surgery=config__align=gua__seed=0", "surgery=pcgrad__align=none__seed=0"):
@@ -79,14 +82,11 @@ def test_several_sweeps_share_one_pool_and_give_their_own_tables(local, tmp_path
         run_sweeps([halves[0], halves[0]], jobs=1, threads=1)
 
 
-def test_interrupted_run_is_resumed_and_a_diverged_run_is_counted(local, tmp_path):
+def _train_until_ctrl_c_at_epoch_10(run: Run) -> None:
+    """Train the planned run into its folder as a sweep would, stopped by Ctrl-C after epoch 10."""
     import torch
 
     import pinnspec
-
-    sweep = Sweep(TINY, grid={"surgery": ["config"], "align": ["gua"], "optimizer": ["adam(lr = 5e-3)", "sgd(lr = 1e6)"]},
-                  seeds=[0], fixed={"epochs": 20, "checkpoint_every": 5}, out=tmp_path / "resume")
-    adam, sgd = plan(sweep)
 
     def ctrl_c_at_epoch_10(line):
         if line.startswith("epoch 10/"):
@@ -95,12 +95,19 @@ def test_interrupted_run_is_resumed_and_a_diverged_run_is_counted(local, tmp_pat
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        spec = pinnspec.loads(adam.source, filename=adam.filename, base_dir=adam.base_dir)
-        partial = pinnspec.train(spec, out=adam.run_dir, log=ctrl_c_at_epoch_10)
+        spec = pinnspec.loads(run.source, filename=run.filename, base_dir=run.base_dir)
+        partial = pinnspec.train(spec, out=run.run_dir, log=ctrl_c_at_epoch_10)
     finally:
         torch.set_num_threads(threads)
     assert partial.status == "interrupted" and partial.epochs_done == 10
-    assert os.path.isfile(os.path.join(adam.run_dir, "checkpoint.pt"))
+    assert os.path.isfile(os.path.join(run.run_dir, "checkpoint.pt"))
+
+
+def test_interrupted_run_is_resumed_and_a_diverged_run_is_counted(local, tmp_path):
+    sweep = Sweep(TINY, grid={"surgery": ["config"], "align": ["gua"], "optimizer": ["adam(lr = 5e-3)", "sgd(lr = 1e6)"]},
+                  seeds=[0], fixed={"epochs": 20, "checkpoint_every": 5}, out=tmp_path / "resume")
+    adam, sgd = plan(sweep)
+    _train_until_ctrl_c_at_epoch_10(adam)
 
     report = run_sweep(sweep, jobs=1, threads=1, log=lambda line: None)
     assert report.actions == {adam.name: "resume", sgd.name: "fresh"}
@@ -121,6 +128,70 @@ def test_interrupted_run_is_resumed_and_a_diverged_run_is_counted(local, tmp_pat
     assert "0/1 (1 diverged)" in Path(report.paths["markdown"]).read_text()
     again = run_sweep(sweep, log=lambda line: None)  # both finished: nothing runs
     assert set(again.actions.values()) == {"skip"} and again.outcomes == {}
+
+
+def test_a_stopped_run_resumes_with_other_execution_settings_but_not_with_other_training(local, tmp_path):
+    """How a run executes (device, compile, engine, checkpoint_every) may change when a sweep resumes it; what it
+    trains may not.  The continuation with the forward engine ends where the uninterrupted autograd run did."""
+    def sweep(**fixed):
+        return Sweep(TINY, grid={"surgery": ["config"], "align": ["gua"]}, seeds=[0],
+                     fixed={"epochs": 20, "checkpoint_every": 5, **fixed}, out=tmp_path / "moved")
+
+    (first,) = plan(sweep(engine="autograd"))
+    _train_until_ctrl_c_at_epoch_10(first)
+    (moved,) = plan(sweep(engine="forward", checkpoint_every=4))
+    lines = []
+    report = run_sweep(sweep(engine="forward", checkpoint_every=4), jobs=1, threads=1, log=lines.append)
+    assert report.actions == {moved.name: "resume"} and report.outcomes[moved.name]["resumed_from"] == 10
+    assert report.execution_changed == {moved.name: {"checkpoint_every": ("5", "4"), "engine": ("autograd", "forward")}}
+    assert any(f"{moved.run_dir} resumes with other execution settings (checkpoint_every 5 -> 4, engine autograd -> "
+               f"forward)" in line for line in lines)
+    assert Path(moved.run_dir, "config.pinn").read_text() == moved.source  # the settings it ended with
+    resumed = json.loads(Path(moved.run_dir, "result.json").read_text())
+    uninterrupted = json.loads((local / "surgery=config__align=gua__seed=0" / "result.json").read_text())
+    assert resumed["status"] == "completed" and resumed["epochs_done"] == 20
+    assert resumed["rel_l2"] == pytest.approx(uninterrupted["rel_l2"], rel=1e-3)
+
+    # comments and layout are not settings; the epochs are what the run trains
+    commented = Run(moved.name, moved.setting, 0, moved.run_dir, "# a note\n" + moved.source.replace(" = ", "  =  "),
+                    moved.filename, moved.base_dir)
+    assert execution_changes(commented) == {}
+    with pytest.raises(SweepError, match=r"trains something else than the planned spec\); give another --out"):
+        run_sweep(sweep(engine="forward", checkpoint_every=4, epochs=30), jobs=1, threads=1, log=lines.append)
+
+
+def test_a_sweep_interrupted_twice_at_once_waits_for_its_runs_to_checkpoint(tmp_path):
+    """Two SIGINTs 0.2 s apart to the driver (what `timeout -s INT` sends): one interrupt, passed on once; the run
+    finishes its epoch, checkpoints and is reported stopped, its worker starts no other run (the next seed,
+    already queued to it), and the driver exits 130 after it."""
+    out = tmp_path / "twice"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "pinnspec", "sweep", str(TINY), "--set", "epochs=100000",
+                             "--set", "checkpoint_every=50", "--seeds", "0,1", "--jobs", "1", "--threads", "1",
+                             "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    checkpoint = out / "seed=0" / "checkpoint.pt"
+    deadline = time.time() + 120
+    while not checkpoint.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert checkpoint.exists(), proc.stderr.read() if proc.poll() is not None else "no checkpoint in 120 s"
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:  # a driver that does not stop: the test fails, nothing keeps running
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    result = json.loads((out / "seed=0" / "result.json").read_text())
+    assert result["status"] == "interrupted" and result["epochs_done"] > 50, err
+    import torch
+
+    assert torch.load(checkpoint, weights_only=False)["epoch"] == result["epochs_done"]
+    assert f"[1/2] seed=0: interrupted ({result['epochs_done']}/100000 epochs" in err
+    assert not (out / "seed=1").exists()
+    assert "| (spec) | 0/2 (1 stopped, 1 not run) |" in (out / "summary.md").read_text()
 
 
 def test_ray_gives_the_same_table(local, tmp_path, capsys):
@@ -165,7 +236,7 @@ def test_sweep_file_equals_the_command_line(tmp_path):
         Sweep.from_file(tmp_path / "bad2.toml")
 
 
-def test_table_means_exclude_diverged_and_missing_runs(tmp_path):
+def test_table_means_exclude_diverged_stopped_and_missing_runs(tmp_path):
     def run(seed, status, rel_l2=None, r_p=None):
         folder = tmp_path / f"align=gua__seed={seed}"
         if status:
@@ -176,9 +247,10 @@ def test_table_means_exclude_diverged_and_missing_runs(tmp_path):
         return Run(folder.name, (("align", "gua"),), seed, str(folder), "", "", "")
 
     rows = [read_run(r) for r in (run(0, "completed", 1.0, 0.0), run(1, "completed", 3.0, 0.5),
-                                  run(2, "diverged", "nan"), run(3, None))]
+                                  run(2, "diverged", "nan"), run(3, None), run(4, "interrupted", 5.0))]
     (entry,) = summarize(rows, ["align"])
-    assert (entry["runs"], entry["completed"], entry["diverged"], entry["failed"]) == (4, 2, 1, 1)
+    assert (entry["runs"], entry["completed"], entry["diverged"], entry["stopped"], entry["not_run"]) == (5, 2, 1, 1, 1)
+    assert "| `gua` | 2/5 (1 diverged, 1 stopped, 1 not run) |" in markdown(summarize(rows, ["align"]), ["align"])
     assert entry["rel_l2_mean"] == 2.0 and entry["rel_l2_std"] == pytest.approx(2 ** 0.5)
     assert entry["R_p_mean"] == 0.25 and entry["R_g_std"] == 0.0
 
