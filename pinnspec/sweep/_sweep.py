@@ -242,18 +242,22 @@ def _run_local(tasks: list[dict], jobs: int, threads: int, done, fresh_processes
             try:
                 pool.shutdown(wait=True, cancel_futures=True)
             except KeyboardInterrupt:
-                _interrupt_workers(pool)
-                raise
+                _interrupt_workers(pool, signal.SIGTERM)  # at once: a run keeps the checkpoint it wrote last
+                raise _StoppedAtOnce from None
             for future, task in futures.items():
                 if future not in reported and future.done() and not future.cancelled() and future.exception() is None:
                     done(task, future.result(), None)
             raise
 
 
-def _interrupt_workers(pool) -> None:
+class _StoppedAtOnce(KeyboardInterrupt):
+    """A second Ctrl-C while the runs were finishing their epochs: they stop without a checkpoint."""
+
+
+def _interrupt_workers(pool, signum: int = signal.SIGINT) -> None:
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         try:
-            os.kill(process.pid, signal.SIGINT)
+            os.kill(process.pid, signum)
         except (OSError, AttributeError):
             pass
 
@@ -302,7 +306,12 @@ def _run_ray(tasks: list[dict], threads: int, gpus: float, jobs: int | None, don
         for ref in pending:
             ray.cancel(ref)
         if pending:
-            ray.wait(list(pending), num_returns=len(pending), timeout=60)
+            try:
+                ray.wait(list(pending), num_returns=len(pending), timeout=60)
+            except KeyboardInterrupt:
+                for ref in pending:
+                    ray.cancel(ref, force=True)  # at once: a run keeps the checkpoint it wrote last
+                raise _StoppedAtOnce from None
         raise
 
 
@@ -439,10 +448,14 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
                             _run_ray(tasks, threads, gpus_per_run, jobs, done, fresh_processes)
                         else:
                             _run_local(tasks, jobs, threads, done, fresh_processes)
-                except KeyboardInterrupt:
+                except KeyboardInterrupt as stop:
                     for report in reports:
                         report.interrupted = True
-                    log("interrupted: the runs in progress checkpointed; run the same command again to continue")
+                    if isinstance(stop, _StoppedAtOnce):
+                        log("stopped at once (a second Ctrl-C): each run in progress keeps the checkpoint it wrote "
+                            "last; run the same command again to continue from there")
+                    else:
+                        log("interrupted: the runs in progress checkpointed; run the same command again to continue")
                 log(f"sweep: {finished[0]} run(s) in {time.perf_counter() - started:.1f} s")
             else:
                 for summary in summaries:

@@ -24,12 +24,15 @@ def set_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
-_stop = False  # a pool worker got SIGINT while no training ran
+_stop = False  # a pool worker got SIGINT: it starts no further run
+_trainer = None  # the run being set up or trained: a SIGINT before its own handler is installed still stops it
 
 
 def _note_stop(signum, frame):
     global _stop
     _stop = True
+    if _trainer is not None:
+        _trainer._stop_requested = True
 
 
 def init_pool_worker(threads: int) -> None:
@@ -80,7 +83,12 @@ def run_one(task: dict) -> dict:
         trainer = Trainer(spec, run_dir)
     if _stop:  # Ctrl-C while the trainer was built: keep what is on disk, train no further
         raise KeyboardInterrupt("the sweep was interrupted before this run started")
-    result = trainer.run()
+    global _trainer
+    _trainer = trainer
+    try:
+        result = trainer.run()
+    finally:
+        _trainer = None
     if result.status == "interrupted":  # the trainer's own handler took the SIGINT: start no further run
         _note_stop(signal.SIGINT, None)
     return {"name": task["name"], "action": task["action"], "resumed_from": resumed_from,

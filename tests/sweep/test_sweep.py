@@ -4,6 +4,7 @@ like an uninterrupted one; a diverged run is counted, not averaged; a Ray
 cluster gives the same numbers; an invalid grid key stops everything; a
 stopped run resumes with other execution settings, not with other training."""
 
+import contextlib
 import json
 import os
 import signal
@@ -192,6 +193,53 @@ def test_a_sweep_interrupted_twice_at_once_waits_for_its_runs_to_checkpoint(tmp_
     assert f"[1/2] seed=0: interrupted ({result['epochs_done']}/100000 epochs" in err
     assert not (out / "seed=1").exists()
     assert "| (spec) | 0/2 (1 stopped, 1 not run) |" in (out / "summary.md").read_text()
+
+
+def _pool_workers(driver: int) -> list[int]:
+    """The pids of a sweep driver's pool processes (its spawned children, not the resource tracker)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path("/proc", entry, "stat").read_text()
+            cmdline = Path("/proc", entry, "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == driver and b"spawn_main" in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the pool's processes in /proc")
+def test_a_second_ctrl_c_stops_the_sweep_at_once_and_says_so(tmp_path):
+    """A SIGINT more than REPEAT_S after the first is a second Ctrl-C: the driver stops waiting for the runs to
+    checkpoint and says that each keeps the checkpoint it wrote last, not that they checkpointed.  The worker
+    is held (SIGSTOP) so that its epoch cannot end between the two."""
+    out = tmp_path / "again"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen([sys.executable, "-m", "pinnspec", "sweep", str(TINY), "--set", "epochs=100000",
+                             "--seeds", "0", "--jobs", "1", "--threads", "1", "--out", str(out)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    workers = []
+    try:
+        deadline = time.time() + 120
+        while not (out / "seed=0" / "config.pinn").exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)  # config.pinn: the run is training
+        workers = _pool_workers(proc.pid)
+        assert len(workers) == 1, workers
+        os.kill(workers[0], signal.SIGSTOP)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        os.kill(workers[0], signal.SIGCONT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        for pid in [proc.pid, *workers]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "stopped at once (a second Ctrl-C): each run in progress keeps the checkpoint it wrote last" in err
+    assert "the runs in progress checkpointed" not in err
 
 
 def test_ray_gives_the_same_table(local, tmp_path, capsys):
