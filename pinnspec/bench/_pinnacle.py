@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
 # ====================================================================== what to run
 #: what a ``+enforce`` method's ``enforce`` setting stands for until a case's enforceable conditions replace it
 EVERY_ENFORCEABLE = "<every enforceable condition>"
+#: what may follow a method's surgery method: ``+gua`` (GUA alignment), ``+enforce`` (`enforceable`)
+SUFFIXES = ("gua", "enforce")
 
 
 def method_settings(method: str) -> dict[str, str]:
@@ -135,12 +137,20 @@ def method_settings(method: str) -> dict[str, str]:
     if method.strip() == BEST:
         return {}  # the case's file says (`best_settings`)
     surgery, suffixes = method.strip(), set()
-    while surgery.endswith(("+gua", "+enforce")):
+    while surgery.endswith(tuple(f"+{s}" for s in SUFFIXES)):
         surgery, _, suffix = surgery.rpartition("+")
         suffixes.add(suffix)
         surgery = surgery.strip()
     if not surgery:
         raise BenchError(f"--methods: '{method}' names no surgery method (write e.g. config+gua)")
+    if "+" in surgery.rpartition(")")[2]:  # a '+' outside the surgery method's arguments
+        from ..registry import did_you_mean
+
+        suffix = surgery.rpartition("+")[2].strip()
+        hint = did_you_mean(suffix, SUFFIXES)
+        raise BenchError(f"--methods: '{method}': unknown suffix '+{suffix}'"
+                         + (f"; did you mean '+{hint}'?" if hint else "")
+                         + " (a method is a surgery method, then +gua and/or +enforce)")
     settings = {"surgery": "none" if surgery == VANILLA else surgery, "align": "gua" if "gua" in suffixes else "none"}
     if "enforce" in suffixes:
         settings["enforce"] = EVERY_ENFORCEABLE
@@ -326,6 +336,8 @@ def _run(args) -> int:
     started = time.perf_counter()
     if args.table_only:
         reports = run_sweeps(sweeps, dry_run=True, log=lambda line: None)
+    elif args.device == "cuda" and not _cuda_available():
+        raise BenchError("--device cuda: torch sees no CUDA device on this machine (use --device cpu or auto)")
     else:
         reports = run_sweeps(sweeps, jobs=args.jobs, threads=args.threads)
     wall = time.perf_counter() - started
@@ -350,7 +362,8 @@ def _run(args) -> int:
         rows.append(entry)
 
     throughput = {"wall_s": wall, "epochs": trained, "epochs_per_s": trained / wall if wall > 0 else None,
-                  "runs": sum(len(r.outcomes) for r in reports)}
+                  "runs": sum(len(r.outcomes) for r in reports), "failed": sum(len(r.failed) for r in reports),
+                  "table_only": bool(args.table_only)}
     best = {case: best_settings(folder, case) for case in chosen} if BEST in methods else None
     text = markdown(rows, args, seed_list, throughput, best)
     paths = write(args.out, text, rows)
@@ -372,6 +385,12 @@ def _total_epochs(path: str, overrides: dict[str, str]) -> int:
         raise BenchError(f"--methods best: {path} with its best configuration: {err}") from None
 
 
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def _epochs_trained(outcome: dict) -> int:
     """Epochs a run trained in this call (a resumed run counts from where it resumed)."""
     result = outcome.get("result")
@@ -381,6 +400,19 @@ def _epochs_trained(outcome: dict) -> int:
 
 
 # ====================================================================== outputs
+def _throughput_line(throughput: dict) -> str:
+    failed = throughput["failed"]
+    errors = f"{failed} run(s) failed (the errors are printed above the table)" if failed else ""
+    if throughput["epochs_per_s"]:
+        return (f"This call trained {throughput['runs'] - failed} run(s), {throughput['epochs']} epochs in "
+                f"{throughput['wall_s']:.1f} s wall: {throughput['epochs_per_s']:.1f} epochs/s in aggregate."
+                + (f" {errors[0].upper()}{errors[1:]}." if errors else ""))
+    if errors:
+        return f"This call trained no runs: {errors}."
+    return "This call trained no runs (--table-only)." if throughput["table_only"] else \
+        "This call trained no runs: every run had finished."
+
+
 def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              best: dict[str, dict[str, str]] | None = None) -> str:
     rate = throughput["epochs_per_s"]
@@ -393,9 +425,7 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              "sample std over the completed seeds (where none completed: over the runs stopped early, at the "
              "epochs they reached, '0/1, at E').  PINNacle: Table 3 of Hao et al. (arXiv:2306.08827), mean L2RE "
              "after 20,000 iterations; best = the smallest of its methods.", "",
-             f"This call trained {throughput['runs']} run(s), {throughput['epochs']} epochs in "
-             f"{throughput['wall_s']:.1f} s wall: {rate:.1f} epochs/s in aggregate." if rate else
-             "This call trained no runs (--table-only, or every run had finished).", "",
+             _throughput_line(throughput), "",
              "| case | method | runs | L2RE | L1RE | MSE | epochs/s (one run) | PINNacle vanilla | PINNacle best |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:

@@ -4,10 +4,12 @@ and one tiny end-to-end run that restarts."""
 import csv
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import pinnspec
 from pinnspec import bench
@@ -47,6 +49,31 @@ def test_the_enforceable_conditions_of_a_case(case, names):
 def test_method_without_surgery_is_an_error():
     with pytest.raises(_pinnacle.BenchError, match="names no surgery method"):
         _pinnacle.method_settings("+gua")
+
+
+@pytest.mark.parametrize("method, message", [
+    ("adam+guaa", "'adam+guaa': unknown suffix '+guaa'; did you mean '+gua'?"),
+    ("config+enforced+gua", "'config+enforced+gua': unknown suffix '+enforced'; did you mean '+enforce'?"),
+    ("config+lbfgs", "'config+lbfgs': unknown suffix '+lbfgs' (a method is a surgery method, then +gua"),
+])
+def test_an_unknown_method_suffix_is_named(method, message):
+    with pytest.raises(_pinnacle.BenchError, match=re.escape(message)):
+        _pinnacle.method_settings(method)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
+def test_device_cuda_without_cuda_is_one_error_and_failed_runs_are_not_called_finished(tmp_path, capsys,
+                                                                                        monkeypatch):
+    argv = ["--cases", "pnd", "--methods", "adam", "--epochs", "2", "--device", "cuda", "--out", str(tmp_path)]
+    assert bench.main("pinnacle", argv) == 1
+    assert "--device cuda: torch sees no CUDA device on this machine (use --device cpu or auto)" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+    monkeypatch.setattr(_pinnacle, "_cuda_available", lambda: True)  # the worker's torch still sees none
+    assert bench.main("pinnacle", argv + ["--jobs", "1", "--threads", "1"]) == 1
+    printed = capsys.readouterr()
+    assert "FAILED: ValueError: device cuda was asked for, but torch sees no CUDA device" in printed.err
+    assert "This call trained no runs: 1 run(s) failed (the errors are printed above the table)." in printed.out
 
 
 def test_extra_settings():
