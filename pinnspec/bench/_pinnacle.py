@@ -415,7 +415,6 @@ def _throughput_line(throughput: dict) -> str:
 
 def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              best: dict[str, dict[str, str]] | None = None) -> str:
-    rate = throughput["epochs_per_s"]
     own = " (best: each case's own)" if best else ""
     lines = ["# pinnspec bench pinnacle", "",
              f"{args.epochs} epochs per run{own}, seeds {','.join(map(str, seed_list))}, device {args.device}, "

@@ -19,5 +19,5 @@ from ._plan import Run, Sweep, SweepError, plan, run_name
 from ._sweep import SweepReport, execution_changes, run_action, run_sweep, run_sweeps
 from ._table import markdown, read_run, summarize
 
-__all__ = ["Sweep", "Run", "SweepError", "SweepReport", "plan", "run_name", "run_action", "execution_changes", "run_sweep", "run_sweeps",
-           "summarize", "read_run", "markdown", "main"]
+__all__ = ["Sweep", "Run", "SweepError", "SweepReport", "plan", "run_name", "run_action", "execution_changes",
+           "run_sweep", "run_sweeps", "summarize", "read_run", "markdown", "main"]

@@ -251,7 +251,8 @@ def _run_local(tasks: list[dict], jobs: int, threads: int, done, fresh_processes
 
 
 class _StoppedAtOnce(KeyboardInterrupt):
-    """A second Ctrl-C while the runs were finishing their epochs: they stop without a checkpoint."""
+    """A second Ctrl-C while the runs were finishing their epochs: they stop at once, each keeping the
+    checkpoint it wrote last."""
 
 
 def _interrupt_workers(pool, signum: int = signal.SIGINT) -> None:
