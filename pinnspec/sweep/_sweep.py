@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .. import __version__
 from .._files import atomic_write_text, read_json
-from .._interrupts import Interrupts
+from .._interrupts import REPEAT_S, Interrupts
 from ..catalog import EXECUTION_SETTINGS
 from ._plan import Run, Sweep, SweepError, plan
 from ._table import summarize, write_tables
@@ -213,6 +213,8 @@ def _one_ctrl_c():
     try:
         yield
     finally:
+        if interrupts.first is not None:  # a repeat still on its way is taken here, not by the caller
+            time.sleep(max(0.0, REPEAT_S - (interrupts.clock() - interrupts.first)))
         signal.signal(signal.SIGINT, previous)
 
 
