@@ -109,8 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "optimizer=...); repeatable")
     p.add_argument("--table-only", action="store_true",
                    help="train nothing: write the table and plots from the runs already in --out (finished runs "
-                        "are scored; where none of a cell finished, the runs a time limit stopped are scored at "
-                        "the epoch they reached, marked '0/1, at E')")
+                        "are scored; where none of a cell finished, the runs a time limit stopped, or a kill at "
+                        "their last checkpoint, are scored at the epoch they reached, marked '0/1, at E')")
     p.add_argument("--cases-dir", metavar="DIR", default=None,
                    help=f"the folder of the case specs (default {CASES_DIR} in the working directory or the "
                         f"checkout)")
@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
 # ====================================================================== what to run
 #: what a ``+enforce`` method's ``enforce`` setting stands for until a case's enforceable conditions replace it
 EVERY_ENFORCEABLE = "<every enforceable condition>"
+#: a run's statuses when it stopped early with its model saved: a time limit or Ctrl-C ("interrupted"), or killed
+#: ("running": result.json and predictions.npz as its last checkpoint wrote them)
+STOPPED = ("interrupted", "running")
 #: what may follow a method's surgery method: ``+gua`` (GUA alignment), ``+enforce`` (`enforceable`)
 SUFFIXES = ("gua", "enforce")
 
@@ -255,14 +258,15 @@ def metrics(prediction: np.ndarray, reference: np.ndarray) -> dict[str, float]:
 def run_metrics(run_dir: str) -> dict | None:
     """The metrics of a run from its predictions.npz (the model at the last epoch trained), its status, epochs,
     training time and throughput from result.json; None when the run has neither completed nor stopped
-    with its model saved (interrupted: a time limit, Ctrl-C)."""
+    with its model saved (interrupted: a time limit, Ctrl-C; running: killed, at its last checkpoint)."""
     from .._files import read_json
 
     try:
         result = read_json(os.path.join(run_dir, "result.json"))
     except (OSError, ValueError):
         return None
-    if result.get("status") not in ("completed", "interrupted"):
+    saved = os.path.isfile(os.path.join(run_dir, "predictions.npz"))
+    if result.get("status") not in ("completed", *STOPPED) or not saved:
         return None
     data = _predictions(run_dir)
     prediction = data.prediction  # [n, k] the kept model's (the last one where the run never validated)
@@ -348,7 +352,7 @@ def _run(args) -> int:
         found = {run.seed: run_metrics(run.run_dir) for run in report.runs}
         per_run[(case, method)] = {run.seed: (run.run_dir, found[run.seed]) for run in report.runs}
         done = [m for m in found.values() if m is not None and m["status"] == "completed"]
-        stopped = [m for m in found.values() if m is not None and m["status"] == "interrupted"]
+        stopped = [m for m in found.values() if m is not None and m["status"] in STOPPED]
         entry = {"case": case, "pinnacle_name": CASES[case].label, "method": method, "runs": len(report.runs),
                  "completed": len(done), "stopped_at": "", "pinnacle_vanilla": CASES[case].vanilla,
                  "pinnacle_best": CASES[case].best, "pinnacle_best_method": CASES[case].best_method}

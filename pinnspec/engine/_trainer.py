@@ -870,7 +870,7 @@ class Trainer:
         if self.out:
             files.write_json(os.path.join(self.out, "result.json"), result.to_dict())
             files.write_csv(os.path.join(self.out, "history.csv"), self.columns, self.history)
-            if self.status in ("completed", "interrupted", "diverged") and self.epoch > 0:
+            if self.epoch > 0:  # also at each checkpoint: a run killed later can be scored where it stopped
                 self._write_predictions()
         return result
 

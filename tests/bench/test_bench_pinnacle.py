@@ -179,6 +179,10 @@ def test_end_to_end_and_restart(tmp_path, capsys):
     assert (stopped["completed"], stopped["stopped_at"]) == ("0", "1")
     assert float(stopped["l2re_mean"]) == pytest.approx(result["rel_l2"], rel=1e-5)
     assert "| Burgers1d-C | config+gua | 0/1, at 1 |" in (out / "pinnacle.md").read_text()
+    # killed: result.json and predictions.npz as its last checkpoint wrote them ("running"), scored there too
+    path.write_text(json.dumps({**result, "status": "running", "epochs_done": 1}))
+    assert bench.main("pinnacle", argv + ["--table-only"]) == 0
+    assert "| Burgers1d-C | config+gua | 0/1, at 1 |" in (out / "pinnacle.md").read_text()
 
 
 def test_best_settings_are_read_as_plain_key_value_lines(tmp_path):

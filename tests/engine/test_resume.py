@@ -98,3 +98,29 @@ def test_one_ctrl_c_delivered_twice_checkpoints_and_stops(tmp_path):
     result = pinnspec.train(str(TINY), epochs=60, out=str(tmp_path / "run"), log=ctrl_c_twice_at_epoch_10)
     assert result.status == "interrupted" and result.epochs_done == 10
     assert torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["epoch"] == 10
+
+
+def test_a_killed_run_holds_the_prediction_of_its_last_checkpoint(tmp_path):
+    """predictions.npz is written with each checkpoint: a run that dies after its checkpoint at epoch 10 (here an
+    error raised from its log at epoch 20, before that epoch's checkpoint) keeps the prediction of the model in
+    that checkpoint, next to result.json saying "running" at epoch 10."""
+    import numpy as np
+
+    import pinnspec
+    from pinnspec.engine import load_run
+
+    def crash_at_epoch_20(line):
+        if line.startswith("epoch 20/"):
+            raise RuntimeError("the machine went away")
+
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError, match="went away"):
+        pinnspec.train(str(TINY), epochs=60, out=str(out), overrides={"checkpoint_every": 10}, log=crash_at_epoch_20)
+    result = json.loads((out / "result.json").read_text())
+    assert (result["status"], result["epochs_done"]) == ("running", 10)
+    with np.load(out / "predictions.npz") as saved:
+        points, prediction = saved["points"], saved["prediction"]
+    trainer = load_run(str(out), out=False, device="cpu")  # the checkpoint's model, evaluated again
+    assert trainer.epoch == 10
+    again = trainer._predict(torch.as_tensor(points, dtype=trainer.dtype)).double().numpy()
+    np.testing.assert_allclose(prediction, again, rtol=0, atol=1e-12)
