@@ -61,7 +61,8 @@ def test_an_unknown_method_suffix_is_named(method, message):
         _pinnacle.method_settings(method)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error --device cuda gives where torch sees no "
+                                                        "CUDA device; this machine has one")
 def test_device_cuda_without_cuda_is_one_error_and_failed_runs_are_not_called_finished(tmp_path, capsys,
                                                                                         monkeypatch):
     argv = ["--cases", "pnd", "--methods", "adam", "--epochs", "2", "--device", "cuda", "--out", str(tmp_path)]

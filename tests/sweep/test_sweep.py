@@ -161,16 +161,21 @@ def test_a_stopped_run_resumes_with_other_execution_settings_but_not_with_other_
         run_sweep(sweep(engine="forward", checkpoint_every=4, epochs=30), jobs=1, threads=1, log=lines.append)
 
 
+def _start_long_sweep(out: Path, *args: str) -> subprocess.Popen:
+    """`pinnspec sweep` of the tiny spec at 100,000 epochs (stopped by the test), one worker of one thread, in
+    a session of its own (the test kills what is left)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return subprocess.Popen([sys.executable, "-m", "pinnspec", "sweep", str(TINY), "--set", "epochs=100000",
+                             "--jobs", "1", "--threads", "1", "--out", str(out), *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
 def test_a_sweep_interrupted_twice_at_once_waits_for_its_runs_to_checkpoint(tmp_path):
     """Two SIGINTs 0.2 s apart to the driver (what `timeout -s INT` sends): one interrupt, passed on once; the run
     finishes its epoch, checkpoints and is reported stopped, its worker starts no other run (the next seed,
     already queued to it), and the driver exits 130 after it."""
     out = tmp_path / "twice"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.Popen([sys.executable, "-m", "pinnspec", "sweep", str(TINY), "--set", "epochs=100000",
-                             "--set", "checkpoint_every=50", "--seeds", "0,1", "--jobs", "1", "--threads", "1",
-                             "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = _start_long_sweep(out, "--set", "checkpoint_every=50", "--seeds", "0,1")
     checkpoint = out / "seed=0" / "checkpoint.pt"
     deadline = time.time() + 120
     while not checkpoint.exists() and proc.poll() is None and time.time() < deadline:
@@ -209,16 +214,14 @@ def _pool_workers(driver: int) -> list[int]:
     return pids
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the pool's processes in /proc")
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="Linux only: the test finds the pool's worker "
+                                                             "process in /proc to hold it with SIGSTOP")
 def test_a_second_ctrl_c_stops_the_sweep_at_once_and_says_so(tmp_path):
     """A SIGINT more than REPEAT_S after the first is a second Ctrl-C: the driver stops waiting for the runs to
     checkpoint and says that each keeps the checkpoint it wrote last, not that they checkpointed.  The worker
     is held (SIGSTOP) so that its epoch cannot end between the two."""
     out = tmp_path / "again"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.Popen([sys.executable, "-m", "pinnspec", "sweep", str(TINY), "--set", "epochs=100000",
-                             "--seeds", "0", "--jobs", "1", "--threads", "1", "--out", str(out)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = _start_long_sweep(out, "--seeds", "0")
     workers = []
     try:
         deadline = time.time() + 120
