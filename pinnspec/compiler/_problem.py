@@ -124,7 +124,8 @@ class CompiledProblem:
         #: "forward" (Taylor propagation through pinnspec's MLP), "auto" (forward when the model allows)
         self.engine = p.training.setting("engine")
         self._notified = False
-        self._owners: dict[str | None, tuple[int, ...] | None] = {}  # grouping -> `task_of_sets`
+        self._feeds: dict[str | None, tuple[tuple[int, ...], ...]] = {}  # grouping -> `tasks_of_sets`
+        self._coefficients: dict[tuple, tuple[dict[str, float], ...]] = {}  # `task_coefficients`
 
         def residual_groups(cond: ir.Condition):
             return cond.face_residuals if cond.face_residuals else (cond.residuals,)
@@ -545,19 +546,32 @@ class CompiledProblem:
             tasks.append(total)
         return Losses(tasks, conditions, g.name)
 
-    def task_of_sets(self, grouping: str | None = None) -> tuple[int, ...] | None:
-        """The task each point set (in ``by_set`` order) feeds in ``grouping`` (-1: none), or None when a
-        set feeds two or more tasks.  Where every set feeds at most one task, a task's gradient is the sum
-        of its sets' gradients, which one backward pass yields (the engine's fused gradients)."""
-        if grouping not in self._owners:
-            owner: dict[int, int] = {}
-            split = True
+    def task_coefficients(self, counts: dict[str, int], grouping: str | None = None) -> tuple[dict[str, float], ...]:
+        """Per task of ``grouping``, {condition: c}: the task's loss is the sum over its conditions of c times the
+        condition's sum of squared residuals.  `losses_from_sums` is linear in the sums; these are its partial
+        derivatives, read off by evaluating it on unit sums (so the weights, means and pools are written once)."""
+        key = (grouping, tuple(counts.items()))
+        if key not in self._coefficients:
+            rows: list[dict[str, float]] = [{} for _ in self.ir.grouping(grouping).tasks]
+            for condition in counts:
+                unit = {name: float(name == condition) for name in counts}
+                for row, value in zip(rows, self.losses_from_sums(unit, counts, grouping).task_list):
+                    if value:
+                        row[condition] = float(value)
+            self._coefficients[key] = tuple(rows)
+        return self._coefficients[key]
+
+    def tasks_of_sets(self, grouping: str | None = None) -> tuple[tuple[int, ...], ...]:
+        """The tasks each point set (in ``by_set`` order) feeds in ``grouping``, in task order (a set that
+        feeds none: ()).  A task's row of G is the sum of its sets' gradients of that task's loss."""
+        if grouping not in self._feeds:
+            feeds: dict[int, set[int]] = {index: set() for index in self.by_set}
             for i, task in enumerate(self.ir.grouping(grouping).tasks):
                 for _, atom in task.terms:
                     for c in (atom.conditions if isinstance(atom, ir.PoolLoss) else (atom.condition,)):
-                        split = split and owner.setdefault(self.condition_kernels[c].set_index, i) == i
-            self._owners[grouping] = tuple(owner.get(index, -1) for index in self.by_set) if split else None
-        return self._owners[grouping]
+                        feeds[self.condition_kernels[c].set_index].add(i)
+            self._feeds[grouping] = tuple(tuple(sorted(feeds[index])) for index in self.by_set)
+        return self._feeds[grouping]
 
     # ================================================================== reports
     def reports(self, model, params: dict[str, torch.Tensor | float] | None = None, *, device=None,

@@ -5,8 +5,8 @@ and one step of the update chain (nothing applied: the trainer applies p).  ``qu
 losses and G are queued on the device, so that the host can draw the next points while the device works.
 
     eager          losses and G by autograd (one backward pass per task), the chain eagerly
-    two graphs     losses and G compiled (one graph over every point set where each set feeds one task,
-                   else one graph per set and a backward pass per task), the chain compiled or eager
+    two graphs     losses and G compiled (one graph over every point set, or where the network adds its own
+                   loss term one graph per set and a backward pass per task), the chain compiled or eager
     one graph      losses, G and the chain as ONE torch.compile graph (step counts symbolic ints)
     one CUDA graph the one graph recorded as a CUDA graph (compile = graphs on CUDA; step counts on the device)
 
@@ -182,10 +182,9 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     if chain.uses_hessian:
         notes.append(f"compile = {compile_setting}: the Hessian-estimate steps of this optimizer run eagerly "
                      "(double backward does not compile); the other steps are compiled")
-    fused = problem.task_of_sets(grouping) is not None and not problem.model_terms(model)
+    fused = not problem.model_terms(model)
     losses_how = ("every point set's losses and G as one graph" if fused else
-                  "one graph per point set (a set feeds two tasks, or the network adds its own loss term), "
-                  "one backward pass per task")
+                  "one graph per point set (the network adds its own loss term), one backward pass per task")
     candidates, not_taken = [], []
     one = ONE_CUDA_GRAPH if cuda_graphs else ONE_GRAPH
     if not chain.compiles:
@@ -194,8 +193,8 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     elif distributed:
         not_taken.append((one, "data-parallel: G is summed over the ranks between the losses and the chain"))
     elif not fused:
-        not_taken.append((one, "a point set feeds two tasks, or the network adds its own loss term, so G does not "
-                               "come from one pass over the sets"))
+        not_taken.append((one, "the network adds its own loss term (outside the point sets' graphs), so G does "
+                               "not come from one pass over the sets"))
     elif cuda_graphs and not chain.capturable:
         not_taken.append((one, f"the chain cannot be recorded as a CUDA graph: {t.optimizer} needs Hessian "
                                "estimates on some steps"))

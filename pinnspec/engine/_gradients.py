@@ -18,9 +18,9 @@ def loss_gradients(tasks: list[torch.Tensor], params: list[torch.Tensor], *, ret
     Pass the scalars themselves, not rows of a stacked tensor: the backward of
     a row of ``torch.stack`` sends zeros through every other task's graph.
 
-    The eager strategy's G (and the compiled losses' where a point set feeds two tasks); measured on the
-    CPU, m separate backward passes over one graph are far faster than vmapped batched gradients for PINN
-    graphs.  Where every point set feeds one task, the compiled strategies take G from one pass instead
+    The eager strategy's G (and the compiled per-set units' where the network adds its own loss term);
+    measured on the CPU, m separate backward passes over one graph are far faster than vmapped batched
+    gradients for PINN graphs.  Otherwise the compiled strategies take G from one function of theta
     (`pinnspec.engine._compiled.FusedGradients`)."""
     m = len(tasks)
     rows = []

@@ -35,16 +35,14 @@ def _eager_losses_and_gradients(trainer):
                                   ROOT / "examples" / "poisson2d_mixed" / "poisson2d_mixed.pinn",
                                   ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn"])
 def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
-    """What the trainer's step takes: every set's losses in one compiled graph, G from one backward
-    pass (each of these specs' sets feeds one task).  The per-set compiled units, which a set feeding
-    two tasks takes, run the same per-set code (`_set_sums`):
-    test_a_set_that_feeds_two_tasks_takes_one_backward_pass_per_task."""
+    """What the trainer's step takes: every set's losses and its share of G in one compiled graph (each of
+    these specs' sets feeds one task; a set that feeds two:
+    test_a_set_that_feeds_two_tasks_is_one_graph_with_the_eager_gradients)."""
     trainer = Trainer(_spec(path, compile="on", engine="auto", grouping="three" if "poisson" not in str(path)
                             else "two", model="mlp(width = 8, depth = 2)"))
     assert trainer.plan.mode == "default"
     eager_losses, eager_G = _eager_losses_and_gradients(trainer)
     assert eager_G.abs().max() > 0
-    assert trainer.problem.task_of_sets(trainer.grouping.name) is not None
     compiled_losses, compiled_G = trainer.execution.compiled_losses().losses_and_gradients(
         trainer._points_for(0), trainer.params, trainer.grouping.name, trainer._theta_flat())
     torch.testing.assert_close(compiled_losses.tasks, eager_losses.tasks, rtol=1e-10, atol=1e-14)
@@ -53,18 +51,32 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
     torch.testing.assert_close(compiled_G, eager_G, rtol=1e-8, atol=1e-12)
 
 
+def _schrodinger_four(tmp_path):
+    """Schroedinger with grouping ``four``: its two equations (real, imag) share one interior point set and
+    are tasks of their own."""
+    text = (ROOT / "specs" / "schrodinger.pinn").read_text()
+    text = text.replace("grouping three = [N, B, I]",
+                        "loss R = real\nloss J = imag\ngrouping four = [R, J, B, I]\ngrouping three = [N, B, I]")
+    path = tmp_path / "schrodinger.pinn"
+    path.write_text(text)
+    return path
+
+
 @pytest.mark.parametrize("path, grouping", [(ROOT / "specs" / "burgers.pinn", "two"),
                                             (ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn", "three"),
-                                            (ROOT / "examples" / "annulus" / "annulus.pinn", "default")])
-def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path, grouping):
-    """`FusedGradients` run eagerly (torch.func.grad over per-set copies of theta): the losses and G of
-    m separate backward passes.  Burgers ``two`` pools two sets into one task (a row of G is the sum of
-    two sets' rows); inverse_heat has a trainable param and observed data; the annulus a Neumann condition
-    on a curved rim (the points' outward normals are an input)."""
+                                            (ROOT / "examples" / "annulus" / "annulus.pinn", "default"),
+                                            ("schrodinger four", "four")])
+def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path, grouping, tmp_path):
+    """`FusedGradients` run eagerly (each set's sums through torch.func.vjp, pulled back per task): the
+    losses and G of m separate backward passes.  Burgers ``two`` pools two sets into one task (a row of G is
+    the sum of two sets' rows); inverse_heat has a trainable param and observed data; the annulus a Neumann
+    condition on a curved rim (the points' outward normals are an input); Schroedinger ``four`` a set that
+    feeds two tasks (its pullback taken once per task)."""
+    if path == "schrodinger four":
+        path = _schrodinger_four(tmp_path)
     trainer = Trainer(_spec(path, grouping=grouping, model="mlp(width = 8, depth = 2)"))
     points = trainer._points_for(0)
-    fused = FusedGradients(trainer.problem, trainer.model, trainer.params, grouping,
-                           trainer.problem.task_of_sets(grouping))
+    fused = FusedGradients(trainer.problem, trainer.model, trainer.params, grouping)
     tasks, conditions, G = fused(trainer._theta_flat(), *fused.inputs(points))
     eager_losses, eager_G = _eager_losses_and_gradients(trainer)
     torch.testing.assert_close(tasks, eager_losses.tasks.detach(), rtol=1e-12, atol=1e-15)
@@ -72,6 +84,24 @@ def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path
         torch.testing.assert_close(value, eager_losses.conditions[name].detach(), rtol=1e-12, atol=1e-15)
     torch.testing.assert_close(G, eager_G, rtol=1e-10, atol=1e-14)
     assert (G.norm(dim=1) > 0).all() and G.shape == (trainer.grouping.m, sum(trainer.numels))
+
+
+def test_task_coefficients_are_the_weights_over_the_divisors(tmp_path):
+    """A task's loss is linear in its conditions' sums: weight / count for a condition, weight / (the pool's
+    points) for each condition of a pool; a condition no task uses has no coefficient."""
+    path = tmp_path / "weighted.pinn"
+    path.write_text((ROOT / "specs" / "burgers.pinn").read_text() + "\nloss W = 3*burgers + 0.5*pool(walls, ic)\n"
+                    "grouping weighted = [W]\ngrouping pde = [N]\n")
+    problem = pinnspec.compile(path)
+    counts = {"burgers": 100, "ic": 30, "walls": 10}
+    assert problem.task_coefficients(counts, "weighted") == ({"burgers": 3 / 100, "ic": 0.5 / 40,
+                                                              "walls": 0.5 / 40},)
+    assert problem.task_coefficients(counts, "pde") == ({"burgers": 1 / 100},)
+    sums = {"burgers": torch.tensor(2.0), "ic": torch.tensor(5.0), "walls": torch.tensor(7.0)}
+    (coefficients,) = problem.task_coefficients(counts, "weighted")
+    assert problem.losses_from_sums(sums, counts, "weighted").tasks.item() == pytest.approx(
+        sum(c * sums[name].item() for name, c in coefficients.items()), rel=1e-7)
+    assert problem.tasks_of_sets("weighted") == ((0,), (0,), (0,)) and problem.tasks_of_sets("pde") == ((0,), (), ())
 
 
 def test_a_compiled_run_follows_the_eager_run():
@@ -207,26 +237,20 @@ def _launches_outside_compiled_graphs(run):
     return counts
 
 
-def test_a_set_that_feeds_two_tasks_takes_one_backward_pass_per_task(tmp_path):
-    """Schroedinger's two equations share one interior point set: with each in a task of its own, that
-    set's gradient does not split by task, so the compiled per-set units and one backward pass per task
-    give G (the same G as eager); with both in one task, one backward pass over every set does."""
-    text = (ROOT / "specs" / "schrodinger.pinn").read_text()
-    text = text.replace("grouping three = [N, B, I]",
-                        "loss R = real\nloss J = imag\ngrouping four = [R, J, B, I]\ngrouping three = [N, B, I]")
-    path = tmp_path / "schrodinger.pinn"
-    path.write_text(text)
+def test_a_set_that_feeds_two_tasks_is_one_graph_with_the_eager_gradients(tmp_path):
+    """Schroedinger's two equations share one interior point set: with each in a task of its own (``four``)
+    the set's pullback is taken once per task inside the one graph, and the compiled losses and G are the
+    eager ones."""
+    path = _schrodinger_four(tmp_path)
     problem = pinnspec.compile(path)
-    assert problem.task_of_sets("three") == (0, 2, 1)  # sets: interior, initial, periodic pairs
-    assert problem.task_of_sets("four") is None
-    assert problem.task_of_sets("two") == (0, 1, 1)
+    assert problem.tasks_of_sets("three") == ((0,), (2,), (1,))  # sets: interior, initial, periodic pairs
+    assert problem.tasks_of_sets("four") == ((0, 1), (3,), (2,))
+    assert problem.tasks_of_sets("two") == ((0,), (1,), (1,))
     trainer = Trainer(_spec(path, compile="on", grouping="four", model="mlp(width = 8, depth = 2)"))
+    assert trainer.execution.current == "one graph"
     points = trainer._points_for(0)
-    assert trainer.execution.compiled_losses().losses_and_gradients(points, trainer.params, "four",
-                                                                   trainer._theta_flat()) is None
-    assert trainer.execution.current == "two graphs"  # no one graph: a set feeds two tasks
-    out = trainer.execution.strategy(trainer._theta_flat(), points, trainer.state, lambda: None)  # per-set units
-    losses, G = out.losses, out.G
+    losses, G = trainer.execution.compiled_losses().losses_and_gradients(points, trainer.params, "four",
+                                                                          trainer._theta_flat())
     eager = trainer.problem.losses(trainer.model, points, trainer.params, "four", engine=trainer.plan.engine)
     torch.testing.assert_close(losses.tasks, eager.tasks, rtol=1e-10, atol=1e-14)
     for name, value in eager.conditions.items():

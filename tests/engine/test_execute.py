@@ -58,18 +58,20 @@ def test_the_plan_orders_the_strategies_and_says_why(settings, device, distribut
     assert plan.describe().count("\n  ") >= len(expected)
 
 
-def test_a_set_that_feeds_two_tasks_has_no_one_graph():
+def test_a_set_that_feeds_two_tasks_is_one_graph_and_a_networks_own_loss_term_is_not():
     text = SCHRODINGER.read_text().replace("grouping three = [N, B, I]",
                                            "loss R = real\nloss J = imag\ngrouping four = [R, J, B, I]\n"
                                            "grouping three = [N, B, I]")
     spec = pinnspec.loads(text, filename="schrodinger.pinn", base_dir=str(SCHRODINGER.parent))
-    spec = apply_overrides(spec, {"device": "cpu", "compile": "on", "grouping": "four"})
-    problem = pinnspec.compile(spec)
-    model = build_model(spec, problem, device=torch.device("cpu"), dtype=torch.float32)
-    plan = plan_execution(problem, model, UpdateChain.from_training(spec.ir.training), grouping="four",
-                          num_losses=4, device=torch.device("cpu"))
-    assert _names(plan)[0] == "two graphs"
-    assert any("feeds two tasks" in why for _, why in plan.not_taken)
+    recovering = {"model": "adaptive_mlp(width = 8, depth = 2, slope_recovery = 1)"}  # its slopes' loss term
+    for settings, first in [({}, "one graph"), (recovering, "two graphs")]:
+        changed = apply_overrides(spec, {"device": "cpu", "compile": "on", "grouping": "four", **settings})
+        problem = pinnspec.compile(changed)
+        model = build_model(changed, problem, device=torch.device("cpu"), dtype=torch.float32)
+        plan = plan_execution(problem, model, UpdateChain.from_training(changed.ir.training), grouping="four",
+                              num_losses=4, device=torch.device("cpu"))
+        assert _names(plan)[0] == first, settings
+    assert any("adds its own loss term" in why for _, why in plan.not_taken)
     assert "one graph per point set" in plan.candidates[0].reason
 
 
