@@ -76,8 +76,8 @@ CASES = {c.name: c for c in (
     Case("hinv", "HInv", 1.57, 1.19e-2, "vPINN"),
 )}
 COLUMNS = ["case", "pinnacle_name", "method", "runs", "completed", "stopped_at", "l2re_mean", "l2re_std", "l1re_mean",
-           "l1re_std", "mse_mean", "mse_std", "train_s_mean", "epochs_per_s_mean", "pinnacle_vanilla", "pinnacle_best",
-           "pinnacle_best_method"]
+           "l1re_std", "mse_mean", "mse_std", "train_s_mean", "epochs_per_s_mean", "execution", "pinnacle_vanilla",
+           "pinnacle_best", "pinnacle_best_method"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -276,7 +276,8 @@ def run_metrics(run_dir: str) -> dict | None:
     found = metrics(prediction, data.reference)
     train_s = float(result["train_time_s"])
     found.update(status=result["status"], epochs_done=int(result["epochs_done"]), train_s=train_s,
-                 epochs_per_s=result["epochs_done"] / train_s if train_s > 0 else None)
+                 epochs_per_s=result["epochs_done"] / train_s if train_s > 0 else None,
+                 execution=result.get("execution") or "not recorded")
     return found
 
 
@@ -363,6 +364,7 @@ def _run(args) -> int:
             entry[f"{key}_mean"], entry[f"{key}_std"] = _mean_std([m[key] for m in done])
         entry["train_s_mean"] = _mean_std([m["train_s"] for m in done])[0]
         entry["epochs_per_s_mean"] = _mean_std([m["epochs_per_s"] for m in done])[0]
+        entry["execution"] = " / ".join(sorted({m["execution"] for m in done}))
         rows.append(entry)
 
     throughput = {"wall_s": wall, "epochs": trained, "epochs_per_s": trained / wall if wall > 0 else None,
@@ -417,6 +419,21 @@ def _throughput_line(throughput: dict) -> str:
         "This call trained no runs: every run had finished."
 
 
+def _execution_line(rows: list[dict]) -> str:
+    """How the scored runs' steps ran (result.json's ``execution``), e.g. "Steps: one graph (22 rows), two graphs
+    (NS2d-C adam)." -- a compiled step that demoted shows here."""
+    by_strategy: dict[str, list[str]] = {}
+    for r in rows:
+        for strategy in filter(None, r["execution"].split(" / ")):
+            by_strategy.setdefault(strategy, []).append(f"{r['pinnacle_name']} {r['method']}")
+    if not by_strategy:
+        return ""
+    common = max(by_strategy, key=lambda k: len(by_strategy[k]))
+    parts = [f"{common} ({len(by_strategy[common])} row(s))"] + [
+        f"{k} ({', '.join(v)})" for k, v in by_strategy.items() if k != common]
+    return "How the steps ran: " + "; ".join(parts) + "."
+
+
 def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              best: dict[str, dict[str, str]] | None = None) -> str:
     own = " (best: each case's own)" if best else ""
@@ -428,7 +445,7 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              "sample std over the completed seeds (where none completed: over the runs stopped early, at the "
              "epochs they reached, '0/1, at E').  PINNacle: Table 3 of Hao et al. (arXiv:2306.08827), mean L2RE "
              "after 20,000 iterations; best = the smallest of its methods.", "",
-             _throughput_line(throughput), "",
+             _throughput_line(throughput), *filter(None, [_execution_line(rows)]), "",
              "| case | method | runs | L2RE | L1RE | MSE | epochs/s (one run) | PINNacle vanilla | PINNacle best |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:

@@ -87,6 +87,10 @@ class Result:
     model: str
     tasks: list[str]
     message: str = ""
+    #: how the first-order steps ran at the end (docs/training.md, "How a step runs"): "one CUDA graph", "one
+    #: graph", "two graphs", "losses compiled, chain eager" or "eager" (a compiled part that failed: the
+    #: strategy it demoted to)
+    execution: str = ""
     #: the spec's `report` quantities of the kept model (best validation; the final model before the first
     #: validation), computed when the run ends; {} while it runs or for a spec without reports
     reports: dict[str, float] = field(default_factory=dict)
@@ -840,7 +844,8 @@ class Trainer:
             dtype=" then ".join(dict.fromkeys(s.dtype for s in self.stages)) if t.stages else (
                 str(self.dtype).replace("torch.", "")),
             params={k: float(v.detach()) for k, v in self.params.items()}, model=str(t.model),
-            tasks=list(self.grouping.labels), message=self.message, reports=self._reports(),
+            tasks=list(self.grouping.labels), message=self.message, execution=self.execution.current,
+            reports=self._reports(),
             allocator=self.allocator, run_dir=self.out)
 
     def _reports(self) -> dict[str, float]:

@@ -161,6 +161,8 @@ def test_end_to_end_and_restart(tmp_path, capsys):
         assert result["model"] == "mlp(width = 16, depth = 2, activation = tanh, init = xavier)"  # --set
         assert float(row["l2re_mean"]) == pytest.approx(result["rel_l2"], rel=1e-5)  # numpy vs the trainer's torch
         assert float(row["pinnacle_vanilla"]) == _pinnacle.CASES["burgers1d"].vanilla
+        assert row["execution"] == result["execution"] == "eager"  # compile = off: how the steps ran
+    assert "How the steps ran: eager (2 row(s))." in (out / "pinnacle.md").read_text()
     assert (out / "plots" / "burgers1d.png").stat().st_size > 0
     assert bench.main("pinnacle", argv) == 0  # everything finished: nothing is trained again
     assert "trained no runs" in capsys.readouterr().out
@@ -173,8 +175,9 @@ def test_end_to_end_and_restart(tmp_path, capsys):
     # a run stopped by a time limit: scored at the epoch it reached, marked so, when no seed completed
     path = out / "runs" / "burgers1d" / "config+gua" / "seed=0" / "result.json"
     result = json.loads(path.read_text())
-    path.write_text(json.dumps({**result, "status": "interrupted", "epochs_done": 1}))
+    path.write_text(json.dumps({**result, "status": "interrupted", "epochs_done": 1, "execution": "one graph"}))
     assert bench.main("pinnacle", argv + ["--table-only"]) == 0
+    assert "How the steps ran: one graph (1 row(s))." in (out / "pinnacle.md").read_text()
     with open(out / "pinnacle.csv", encoding="utf-8") as fh:
         stopped = list(csv.DictReader(fh))[1]
     assert (stopped["completed"], stopped["stopped_at"]) == ("0", "1")

@@ -114,6 +114,7 @@ def test_a_compiled_run_follows_the_eager_run():
         torch.testing.assert_close(y, x, rtol=1e-7, atol=1e-10)
     assert abs(a.rel_l2 - b.rel_l2) <= 1e-7 * a.rel_l2
     assert compiled.execution.current == "one graph"  # what the next check counts
+    assert (a.execution, b.execution) == ("eager", "one graph")  # result.json says how the steps ran
     launches = _launches_outside_compiled_graphs(lambda: compiled.step(7))
     # 12 on torch 2.13 (sampling's copies, theta flattened, the host's values, apply): 15 with the losses and
     # the chain compiled apart, 45 with the losses assembled eagerly
