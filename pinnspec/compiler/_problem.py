@@ -123,6 +123,8 @@ class CompiledProblem:
         #: how input derivatives are computed: "autograd" (nested reverse mode, any model),
         #: "forward" (Taylor propagation through pinnspec's MLP), "auto" (forward when the model allows)
         self.engine = p.training.setting("engine")
+        #: how the forward engine applies a hidden layer to the derivative rows (`pinnspec.forward.jets_layout`)
+        self.jets = p.training.setting("jets")
         self._notified = False
         self._feeds: dict[str | None, tuple[tuple[int, ...], ...]] = {}  # grouping -> `tasks_of_sets`
         self._coefficients: dict[tuple, tuple[dict[str, float], ...]] = {}  # `task_coefficients`
@@ -342,10 +344,10 @@ class CompiledProblem:
         # plain second derivatives it tied nested autograd in time and held ~1.5x the memory
         wants_forward = engine == "forward" or (engine == "auto" and (plan.max_order >= 3 or bool(plan.operators)))
         if wants_forward:
-            from ..forward import supports
+            from ..forward import jets_layout, supports
 
             if supports(model):
-                return forward_values(model, plan, x)
+                return forward_values(model, plan, x, layout=jets_layout(self.jets, x.device))
             if engine == "forward" and not self._notified:
                 self._notified = True
                 print(f"pinnspec: the forward derivative engine does not cover {type(model).__name__}; "

@@ -150,12 +150,13 @@ class ExecutionPlan:
 def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, grouping: str, num_losses: int,
                    device: torch.device, distributed: bool = False) -> ExecutionPlan:
     """The ordered candidates for ``compile = off | on | graphs`` (the spec's), with the reasons."""
-    from ..forward import supports
+    from ..forward import jets_layout, supports
 
     t = problem.ir.training
     compile_setting, engine = t.setting("compile"), t.setting("engine")
     weights = f"weights {t.weights} -> " if t.weights.name != "none" else ""
-    header = (f"how a step of '{problem.ir.name}' runs (compile = {compile_setting}, engine = {engine}, "
+    jets = "" if engine == "autograd" else f", jets = {jets_layout(t.setting('jets'), device)}"
+    header = (f"how a step of '{problem.ir.name}' runs (compile = {compile_setting}, engine = {engine}{jets}, "
               f"{device.type}, grouping {grouping}: {num_losses} losses; chain {weights}{t.surgery} -> "
               f"{t.optimizer} -> {t.align}):")
     eager = Candidate(EAGER, "losses and G by autograd, one backward pass per task; the chain eagerly")

@@ -8,11 +8,14 @@ autograd graph of first-order ops: parameter gradients are one backward pass
 (no double backward), and it stays differentiable to any order (Hessian-vector
 products of the loss work as with the autograd plan).
 
-Two layouts of the derivatives, same values:
-* ``rows`` (default): a list of [N, w] tensors, one per multi-index; no
-  gathers or scatters, products shared between targets (fastest on CPU).
-* ``stack``: one [K, N, w] tensor per layer, batched gathers and index_add
-  (fewer, larger kernels; untimed on GPU).
+The derivatives are a list of [N, w] rows, one per multi-index (no gathers
+or scatters; products shared between targets).  Two layouts of a hidden
+layer's linear map, same values:
+* ``rows``: one matrix product per row (the fastest on the CPU: PNd's
+  compiled step 1.42 s against 1.65 s for ``stack``, one thread);
+* ``stack``: one product over the value and every row stacked
+  [(1 + K) N, w] (fewer, larger kernels: a compiled PINNacle step launches
+  16-56 % fewer, which is what a GPU shared by many runs spends its time on).
 """
 
 from __future__ import annotations
@@ -25,11 +28,19 @@ from ..models._layers import Network
 from ..models._mlp import ACTIVATIONS, MLP
 from ._activations import DERIVATIVES, scaled_derivatives
 from ._jet import JET_OPS, Jet
-from ._program import (LinearOperator, MultiIndex, Products, activation_program, carried, closure, combine,
-                       input_operator_rows, input_program, input_rows, operator_program, order_key, row_program)
+from ._program import (LinearOperator, MultiIndex, Products, carried, closure, combine, input_operator_rows,
+                       input_rows, operator_program, order_key, row_program)
 
 Key = tuple  # (field index, multi-index or LinearOperator), as in the derivative plan
 LAYOUTS = ("rows", "stack")
+
+
+def jets_layout(jets: str, device: torch.device) -> str:
+    """The layout of the ``train jets`` setting on ``device``: ``auto`` is ``stack`` on CUDA (fewer kernel
+    launches), ``rows`` elsewhere (the faster on the CPU)."""
+    if jets != "auto":
+        return jets
+    return "stack" if torch.device(device).type == "cuda" else "rows"
 
 
 def supports(model) -> bool:
@@ -79,12 +90,12 @@ def propagate(model: MLP, x: torch.Tensor, multi_indices, layout: str = "rows"
     out, rows, _ = _propagate(model, x, multi_indices, layout)
     if not multi_indices:
         return out, None
-    return out, rows if isinstance(rows, torch.Tensor) else torch.stack(rows)
+    return out, torch.stack(rows)
 
 
 def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...], layout: str, operators=()):
-    """(u [N, n_out], rows, operator rows): rows[k] = D^{multi_indices[k]} u [N, n_out] (a list, or a
-    stack), operator rows[j] = operators[j] u [N, n_out] (a list)."""
+    """(u [N, n_out], rows, operator rows): rows[k] = D^{multi_indices[k]} u [N, n_out], operator
+    rows[j] = operators[j] u [N, n_out] (lists)."""
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout '{layout}' (known: {', '.join(LAYOUTS)})")
     if list(multi_indices) != sorted(set(multi_indices), key=order_key) or not all(multi_indices):
@@ -94,13 +105,6 @@ def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...
             any(i < 0 or i >= d for op in operators for mi, _ in op.terms for i in mi):
         raise ValueError(f"a multi-index names a coordinate outside 0..{d - 1}")
     operators = tuple(operators)
-    if operators and layout == "stack":  # the stack layout carries every term as a row and combines them
-        terms = tuple(sorted(set(multi_indices) | {mi for op in operators for mi, _ in op.terms}, key=order_key))
-        out, rows, _ = _propagate(model, x, terms, layout)
-        row = {mi: k for k, mi in enumerate(terms)}
-        keep = [rows[row[mi]] for mi in multi_indices]
-        return out, (torch.stack(keep) if keep else []), [
-            combine(op, [rows[row[mi]] for mi, _ in op.terms]) for op in operators]
     if not multi_indices and not operators:
         return model(x), [], []
     if isinstance(model, Network):  # the network's own code on jets; an operator is the sum of its terms' rows
@@ -128,32 +132,29 @@ def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...
     targets = multi_indices if last_hidden == 0 else sources
     z = F.linear(x, first.weight, first.bias)
     sig = scaled_derivatives(name, z, max([len(mi) for mi in targets] + [op.order for op in operators]))
-    if layout == "rows":
-        h, rows = sig[0][1], input_rows(targets, sig, first.weight)
-        op_rows = input_operator_rows(operators, sig, first.weight)
-        for i in range(1, last_hidden + 1):
-            layer = layers[i]
-            z = F.linear(h, layer.weight, layer.bias)
-            dz = [F.linear(r, layer.weight) for r in rows]
-            lz = [F.linear(r, layer.weight) for r in op_rows]
-            program = row_program(sources, multi_indices if i == last_hidden else sources)
-            op_program = operator_program(sources, operators)
-            sig = scaled_derivatives(name, z, max(program.max_order, op_program.max_order))
-            product = Products(dz)
-            h, rows = sig[0][1], program.apply(sig, dz, product)
-            op_rows = op_program.apply(sig, lz, product)
-    else:
-        h, rows = sig[0][1], input_program(targets, d).apply(sig, first.weight)
-        for i in range(1, last_hidden + 1):
-            layer = layers[i]
-            z = F.linear(h, layer.weight, layer.bias)
-            dz = F.linear(rows, layer.weight)
-            program = activation_program(sources, multi_indices if i == last_hidden else sources)
-            sig = scaled_derivatives(name, z, program.max_order)
-            h, rows = sig[0][1], program.apply(sig, dz)
-        rows, op_rows = rows.unbind(0), []
+    h, rows = sig[0][1], input_rows(targets, sig, first.weight)
+    op_rows = input_operator_rows(operators, sig, first.weight)
+    for i in range(1, last_hidden + 1):
+        z, dz, lz = _hidden_linear(layers[i], h, rows, op_rows, stacked=layout == "stack")
+        program = row_program(sources, multi_indices if i == last_hidden else sources)
+        op_program = operator_program(sources, operators)
+        sig = scaled_derivatives(name, z, max(program.max_order, op_program.max_order))
+        product = Products(dz)
+        h, rows = sig[0][1], program.apply(sig, dz, product)
+        op_rows = op_program.apply(sig, lz, product)
     # one product per derivative row, not one over a [K * N, w] stack: the weight gradient then
     # reduces over N points at a time, as nested autograd does (a float32 GEMM reducing over K * N
     # rows into a few outputs loses ~sqrt(K) more digits on CPU; 1.6e-5 vs 8e-7 on Burgers)
     return (F.linear(h, last.weight, last.bias), [F.linear(r, last.weight) for r in rows],
             [F.linear(r, last.weight) for r in op_rows])
+
+
+def _hidden_linear(layer: nn.Linear, h: torch.Tensor, rows: list[torch.Tensor], op_rows: list[torch.Tensor], *,
+                   stacked: bool) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+    """z = h W^T + b [N, w] and the rows' images D z = (D h) W^T (the bias only touches the value): one product
+    per row, or (``stacked``) one product over [h; rows; operator rows] [(1 + K) N, w_in], split again."""
+    if not stacked:
+        return (F.linear(h, layer.weight, layer.bias), [F.linear(r, layer.weight) for r in rows],
+                [F.linear(r, layer.weight) for r in op_rows])
+    pieces = F.linear(torch.cat([h, *rows, *op_rows]), layer.weight).split(h.shape[0])  # (1 + K) x [N, w]
+    return pieces[0] + layer.bias, list(pieces[1: 1 + len(rows)]), list(pieces[1 + len(rows):])

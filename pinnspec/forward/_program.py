@@ -10,17 +10,16 @@ plan).  For h = sigma(z) and a multi-index alpha of order k,
 so a layer must carry every sub-multiset of every needed multi-index (the
 closure).  Partitions giving the same multiset of blocks are merged into one
 term with an integer coefficient; the term of one block is sigma'(z) D^alpha z.
-A program is built once per (sources, targets) (cached) and runs in one of two
-layouts: ``RowProgram`` over a list of [N, w] rows (one op per term, products
-shared between targets), ``ActivationProgram`` over a [K, N, w] stack (batched
-gathers, products and one index_add per partition size m).
+A program is built once per (sources, targets) (cached): ``RowProgram`` over a
+list of [N, w] rows, one per multi-index (one op per term, products shared
+between targets).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -113,93 +112,6 @@ def faa_di_bruno(mi: MultiIndex) -> tuple[tuple[int, tuple[MultiIndex, ...], int
     return tuple(sorted(((len(b), b, c) for b, c in counts.items()), key=lambda t: (t[0], t[1])))
 
 
-def _device_cache(build):
-    """Per-device copies of a program's index tensors."""
-    def get(self, device):
-        key = str(torch.device(device))
-        cached = self._tensors.get(key)
-        if cached is None:
-            cached = self._tensors[key] = build(self, device)
-        return cached
-    return get
-
-
-def _rows_spec(rows: tuple[int, ...], broadcast: bool = True):
-    """How to read these rows of a stack: ("range", start, count) for a view, else ("index", rows);
-    ``broadcast``: one repeated row may be read as a single row."""
-    if all(b - a == 1 for a, b in zip(rows, rows[1:])):
-        return ("range", rows[0], len(rows))
-    if broadcast and len(set(rows)) == 1:
-        return ("range", rows[0], 1)  # broadcasts against the other factors
-    return ("index", rows)
-
-
-def _read(stack: torch.Tensor, spec, index: torch.Tensor | None) -> torch.Tensor:
-    return stack.narrow(0, spec[1], spec[2]) if spec[0] == "range" else stack.index_select(0, index)
-
-
-@dataclass(frozen=True, eq=False)
-class _Group:
-    """The Faà di Bruno terms with m blocks: out[targets] += alpha * coef * sigma^(m)/scale_m * prod."""
-
-    m: int
-    targets: tuple  # a rows spec
-    coef: tuple[int, ...] | None  # per term, None when all equal (then in ``alpha``)
-    alpha: int
-    factors: tuple[tuple[tuple, int], ...]  # (rows spec, power) per distinct block column
-
-
-@dataclass(frozen=True, eq=False)
-class ActivationProgram:
-    """D^alpha sigma(z) for alpha in ``targets`` from D^beta z for beta in ``sources``
-    (the closure of the targets; carried as one [K, N, width] stack in this order)."""
-
-    sources: tuple[MultiIndex, ...]
-    targets: tuple[MultiIndex, ...]
-    max_order: int
-    first_rows: tuple | None  # rows spec of ``sources`` that are the targets (None: all, in order)
-    groups: tuple[_Group, ...]
-    n_terms: int
-    _tensors: dict = field(default_factory=dict, repr=False)
-
-    def _build(self, device):
-        def index(spec):
-            return torch.tensor(spec[1], dtype=torch.long, device=device) if spec[0] == "index" else None
-
-        first = None if self.first_rows is None else index(self.first_rows)
-        groups = [(index(g.targets), None if g.coef is None else torch.tensor(g.coef, device=device),
-                   [index(spec) for spec, _ in g.factors]) for g in self.groups]
-        return first, groups
-
-    tensors = _device_cache(_build)
-
-    def apply(self, sig: list[tuple[int, torch.Tensor]], dz: torch.Tensor) -> torch.Tensor:
-        """sig: [(scale_m, q_m)], sigma^(m)(z) = scale_m q_m, each q_m [N, w];
-        dz: [K_sources, N, w] -> [K_targets, N, w]."""
-        first, groups = self.tensors(dz.device)
-        base = dz if self.first_rows is None else _read(dz, self.first_rows, first)
-        scale1, q1 = sig[1]
-        out = base * q1
-        if scale1 != 1:
-            out = out * scale1
-        for g, (target_index, coef, factor_index) in zip(self.groups, groups):
-            scale, q = sig[g.m]
-            prod = None
-            for (spec, power), index in zip(g.factors, factor_index):
-                f = _read(dz, spec, index)
-                f = f.square() if power == 2 else (f if power == 1 else f.pow(power))
-                prod = f if prod is None else prod * f
-            prod = prod * q
-            if coef is not None:
-                prod = prod * coef.to(prod.dtype)[:, None, None]
-            alpha = g.alpha * scale
-            if g.targets[0] == "range":
-                out.narrow(0, g.targets[1], g.targets[2]).add_(prod, alpha=alpha)
-            else:
-                out.index_add_(0, target_index, prod, alpha=alpha)
-        return out
-
-
 def _source_rows(sources: tuple[MultiIndex, ...], needed) -> dict[MultiIndex, int]:
     """multi-index -> its row among ``sources``; every ``needed`` one must be there."""
     row = {mi: i for i, mi in enumerate(sources)}
@@ -209,79 +121,8 @@ def _source_rows(sources: tuple[MultiIndex, ...], needed) -> dict[MultiIndex, in
     return row
 
 
-@_memo
-def activation_program(sources: tuple[MultiIndex, ...], targets: tuple[MultiIndex, ...]) -> ActivationProgram:
-    row = _source_rows(sources, closure(targets))
-    first_rows = None if targets == sources else _rows_spec(tuple(row[mi] for mi in targets))
-    by_m: dict[int, list] = {}
-    n_terms = len(targets)
-    for k, mi in enumerate(targets):
-        for m, blocks, coef in faa_di_bruno(mi):
-            if m >= 2:
-                by_m.setdefault(m, []).append((k, coef, tuple(row[b] for b in blocks)))
-                n_terms += 1
-    groups = []
-    for m in sorted(by_m):
-        terms = by_m[m]
-        coefs = tuple(c for _, c, _ in terms)
-        uniform = all(c == coefs[0] for c in coefs)
-        columns = Counter(tuple(t[2][j] for t in terms) for j in range(m))
-        factors = tuple((_rows_spec(col), power) for col, power in sorted(columns.items()))
-        groups.append(_Group(m, _rows_spec(tuple(k for k, _, _ in terms), broadcast=False), None if uniform else coefs,
-                             coefs[0] if uniform else 1, factors))
-    return ActivationProgram(sources, targets, max([0] + [len(mi) for mi in targets]), first_rows,
-                             tuple(groups), n_terms)
-
-
-@dataclass(frozen=True, eq=False)
-class InputProgram:
-    """The first activation, h = sigma(x W^T + b): D^alpha z is W[:, i] for alpha = (i,) and 0
-    above order 1, so D^alpha h = sigma^(|alpha|)(z) * prod_j W[:, alpha_j]."""
-
-    targets: tuple[MultiIndex, ...]
-    max_order: int
-    columns: tuple[tuple[int, ...], ...]  # max_order rows of coordinate indices (d: a factor 1)
-    groups: tuple[tuple[int, int, int], ...]  # (order, start, stop): targets are sorted by order
-    _tensors: dict = field(default_factory=dict, repr=False)
-
-    def _build(self, device):
-        return [torch.tensor(c, dtype=torch.long, device=device) for c in self.columns]
-
-    tensors = _device_cache(_build)
-
-    def apply(self, sig: list[tuple[int, torch.Tensor]], weight: torch.Tensor) -> torch.Tensor:
-        """sig: [(scale_m, q_m)] each q_m [N, w]; weight: [w, d] -> [K_targets, N, w]."""
-        columns = self.tensors(weight.device)
-        wt = torch.cat([weight.t(), weight.new_ones(1, weight.shape[0])])  # [d + 1, w]; row d = ones
-        factor = wt.index_select(0, columns[0])
-        for c in columns[1:]:
-            factor = factor * wt.index_select(0, c)  # [K, w]
-        parts = []
-        for k, start, stop in self.groups:
-            scale, q = sig[k]
-            f = factor[start:stop, None, :]
-            parts.append(q * (f if scale == 1 else f * scale))
-        return parts[0] if len(parts) == 1 else torch.cat(parts)
-
-
-@_memo
-def input_program(targets: tuple[MultiIndex, ...], dim: int) -> InputProgram:
-    max_order = max([0] + [len(mi) for mi in targets])
-    if list(targets) != sorted(targets, key=order_key):
-        raise ValueError("targets must be sorted by (order, multi-index)")
-    columns = tuple(tuple(mi[j] if j < len(mi) else dim for mi in targets) for j in range(max_order))
-    groups = []
-    for k, mi in enumerate(targets):
-        if groups and groups[-1][0] == len(mi):
-            groups[-1][2] = k + 1
-        else:
-            groups.append([len(mi), k, k + 1])
-    return InputProgram(targets, max_order, columns, tuple(tuple(g) for g in groups))
-
-
-# ---------------------------------------------------------------- row layout
-# The same programs over a list of [N, w] rows (one per multi-index) instead of a
-# [K, N, w] stack: no gathers and no scatters, products shared between targets.
+# ---------------------------------------------------------------- the programs over rows
+# A list of [N, w] rows, one per multi-index: no gathers and no scatters, products shared between targets.
 
 @dataclass(frozen=True, eq=False)
 class RowProgram:

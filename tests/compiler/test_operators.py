@@ -105,7 +105,8 @@ def test_auto_engine_uses_forward_rows_where_an_operator_is(spec, forward, monke
 
     calls = []
     real = _problem.forward_values
-    monkeypatch.setattr(_problem, "forward_values", lambda model, plan, x: calls.append(plan) or real(model, plan, x))
+    monkeypatch.setattr(_problem, "forward_values",
+                        lambda model, plan, x, **kw: calls.append(plan) or real(model, plan, x, **kw))
     problem = pinnspec.compile(Path(__file__).resolve().parents[2] / "specs" / f"{spec}.pinn")
     assert problem.engine == "auto"
     model = mlp(width=8, depth=2).build(problem.dim, len(problem.fields), generator=torch.Generator().manual_seed(0),

@@ -51,6 +51,23 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
     torch.testing.assert_close(compiled_G, eager_G, rtol=1e-8, atol=1e-12)
 
 
+def test_jets_stack_compiles_to_the_eager_losses_and_gradients_of_rows():
+    """``jets = stack`` (what ``auto`` takes on CUDA: one product per hidden layer over the value and every
+    derivative row) inside the compiled graph: the losses and G of the eager per-row products.  Burgers has a
+    linear operator row (u_t - nu u_xx) besides u_x."""
+    trainer = Trainer(_spec(ROOT / "specs" / "burgers.pinn", compile="on", jets="stack",
+                            model="mlp(width = 8, depth = 3)"))
+    assert "jets = stack" in trainer.execution.describe()
+    eager_losses, eager_G = _eager_losses_and_gradients(trainer)  # the problem's jets: stack, eagerly
+    rows = Trainer(_spec(ROOT / "specs" / "burgers.pinn", jets="rows", model="mlp(width = 8, depth = 3)"))
+    rows_losses, rows_G = _eager_losses_and_gradients(rows)
+    compiled_losses, compiled_G = trainer.execution.compiled_losses().losses_and_gradients(
+        trainer._points_for(0), trainer.params, trainer.grouping.name, trainer._theta_flat())
+    for losses, G in ((eager_losses, eager_G), (compiled_losses, compiled_G)):
+        torch.testing.assert_close(losses.tasks, rows_losses.tasks, rtol=1e-10, atol=1e-14)
+        torch.testing.assert_close(G, rows_G, rtol=1e-8, atol=1e-12)
+
+
 def _schrodinger_four(tmp_path):
     """Schroedinger with grouping ``four``: its two equations (real, imag) share one interior point set and
     are tasks of their own."""
