@@ -130,16 +130,16 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     "dtype": ("choice:float32|float64", "float32"),
     "checkpoint_every": ("int", 1000),
     "engine": ("choice:auto|autograd|forward", "auto"),
-    # how the forward engine applies a hidden layer to the derivative rows (pinnspec.forward): one product per
-    # row, one over them all stacked, or auto (stack on CUDA, rows elsewhere)
-    "jets": ("choice:auto|rows|stack", "auto"),
+    # fewer, larger kernels (CompiledProblem.stacked): the forward engine's hidden layers take one product over
+    # every derivative row, a point set's tasks are pulled back in one batched pass; auto: on CUDA
+    "stack": ("choice:auto|on|off", "auto"),
     "compile": ("choice:off|on|graphs", "off"),
     # a run stops as diverged when its loss exceeds this factor times its lowest loss so far (0: never)
     "diverge_factor": ("number", 1e6),
 }
 #: the `train` settings that say how a run executes, not what it trains: a stopped run of a sweep or bench may
 #: resume with other values of these (the continuation is then not bit for bit the uninterrupted run)
-EXECUTION_SETTINGS = ("device", "compile", "engine", "jets", "checkpoint_every")
+EXECUTION_SETTINGS = ("device", "compile", "engine", "stack", "checkpoint_every")
 
 #: `weights NAME(args)`: the loss-balancing stage of the update chain (pinnspec.engine._weights), name ->
 #: {argument: default}; every and points are whole numbers >= 1, 0 <= alpha < 1 (checked when a spec is read)

@@ -66,7 +66,6 @@ import time
 import numpy as np
 import torch
 
-from ..forward import jets_layout
 from ._common import (EXIT_OK, BenchError, Parser, Table, add_common_arguments, clock, environment,
                       environment_lines, find_spec, load_spec, median, ms, percent, quantile, quiet_gc, run_main,
                       setup, write_csv, write_markdown)
@@ -98,9 +97,9 @@ def build_parser() -> Parser:
                         "epoch-time ratio")
     p.add_argument("--engine", choices=["auto", "autograd", "forward"], default="auto",
                    help="pinnspec's derivative engine (train engine = ...; default auto)")
-    p.add_argument("--jets", choices=["auto", "rows", "stack"], default="auto",
-                   help="how the forward engine applies a hidden layer to the derivative rows (train jets = ...; "
-                        "default auto: stack on CUDA, rows elsewhere)")
+    p.add_argument("--stack", choices=["auto", "on", "off"], default="auto",
+                   help="fewer, larger kernels: the forward engine's hidden layers as one product over every "
+                        "derivative row (train stack = ...; default auto: on CUDA)")
     p.add_argument("--compile", choices=["off", "on", "graphs"], default="off",
                    help="torch.compile pinnspec's step: losses, G and the update chain (train compile = ...; "
                         "needs the forward engine; "
@@ -125,11 +124,11 @@ def main(argv: list[str] | None = None) -> int:
 # ====================================================================== contenders
 def build_trainer(spec_path: str, *, points: int, grouping: str, surgery: str | None, align: str | None,
                   device: torch.device, seed: int, epochs: int, engine: str = "auto", compile: str = "off",
-                  dtype: str = "float32", jets: str = "auto"):
+                  dtype: str = "float32", stack: str = "auto"):
     from ..engine import Trainer
 
     overrides = {"grouping": grouping, "surgery": surgery, "align": align, "device": device.type, "seed": seed,
-                 "epochs": max(int(epochs), 1), "dtype": dtype, "engine": engine, "jets": jets,
+                 "epochs": max(int(epochs), 1), "dtype": dtype, "engine": engine, "stack": stack,
                  "compile": compile}
     return Trainer(load_spec(spec_path, points={"burgers": points}, overrides=overrides))
 
@@ -184,7 +183,7 @@ def run(args) -> int:
     total_epochs = 1 + args.warmup + args.epochs + args.profile + args.torch_profile
     pairs = {dt: (build_trainer(spec_path, points=args.points, grouping=args.grouping, surgery=args.surgery,
                                 align=args.align, device=device, seed=args.seed, epochs=total_epochs,
-                                engine=args.engine, compile=args.compile, dtype=dt, jets=args.jets),
+                                engine=args.engine, compile=args.compile, dtype=dt, stack=args.stack),
                   build_hand(points=args.points, grouping=args.grouping, device=device, seed=args.seed, dtype=dt))
              for dt in dtypes}
     first = dtypes[0]
@@ -194,7 +193,7 @@ def run(args) -> int:
                "surgery": str(t.surgery), "align": str(t.align), "optimizer": str(t.optimizer),
                "model": str(t.model), "params": sum(trainer.numels),
                "derivative engine": trainer.plan.engine or trainer.problem.engine,
-               "jets": jets_layout(trainer.problem.jets, device),
+               "stack": "on" if trainer.problem.stacked(device) else "off",
                "compile": trainer.plan.mode or "off", "dtype": args.dtype}
 
     def key(name: str, dt: str) -> str:  # the first dtype's settings keep their names; the other's get a suffix
@@ -206,7 +205,7 @@ def run(args) -> int:
     print(f"  spec {spec_path}: {setting['points']} points, grouping {setting['grouping']}, surgery "
           f"{setting['surgery']}, align {setting['align']}, optimizer {setting['optimizer']}, "
           f"{setting['model']} ({setting['params']} parameters), derivative engine {setting['derivative engine']} "
-          f"(jets {setting['jets']}), "
+          f"(stack {setting['stack']}), "
           f"torch.compile {setting['compile']}, dtype {' and '.join(dtypes)}")
     for dt in dtypes:
         same_weights, loss_difference, _ = same_problem(*pairs[dt])
@@ -298,7 +297,7 @@ def run(args) -> int:
         config = {"spec": spec_path, "points": args.points, "grouping": args.grouping, "surgery": args.surgery,
                   "align": args.align, "device": str(device), "seed": args.seed, "epochs": args.memory_epochs,
                   "threads": torch.get_num_threads(), "malloc": args.malloc, "engine": args.engine,
-                  "jets": args.jets, "compile": args.compile}
+                  "stack": args.stack, "compile": args.compile}
         try:
             memory = {dt: {who: measure_memory(who, {**config, "dtype": dt}) for who in ("pinnspec", "hand")}
                       for dt in dtypes}
@@ -591,7 +590,7 @@ def memory_probe(config: dict) -> dict:
                                 surgery=config["surgery"], align=config["align"], device=device, seed=config["seed"],
                                 epochs=config["epochs"] + 3, engine=config.get("engine", "auto"),
                                 compile=config.get("compile", "off"), dtype=config.get("dtype", "float32"),
-                                jets=config.get("jets", "auto"))
+                                stack=config.get("stack", "auto"))
         # two steps before the measured epochs, as the timing's warm-up: a compiled contender (compile = on)
         # has built its graphs, and the zero-rate first step is behind it
         trainer.step(0)

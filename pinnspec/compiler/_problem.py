@@ -123,8 +123,8 @@ class CompiledProblem:
         #: how input derivatives are computed: "autograd" (nested reverse mode, any model),
         #: "forward" (Taylor propagation through pinnspec's MLP), "auto" (forward when the model allows)
         self.engine = p.training.setting("engine")
-        #: how the forward engine applies a hidden layer to the derivative rows (`pinnspec.forward.jets_layout`)
-        self.jets = p.training.setting("jets")
+        #: "auto" | "on" | "off": whether steps stack their kernels (`stacked`)
+        self.stack = p.training.setting("stack")
         self._notified = False
         self._feeds: dict[str | None, tuple[tuple[int, ...], ...]] = {}  # grouping -> `tasks_of_sets`
         self._coefficients: dict[tuple, tuple[dict[str, float], ...]] = {}  # `task_coefficients`
@@ -333,6 +333,14 @@ class CompiledProblem:
             out[ck.condition] = r
         return out
 
+    def stacked(self, device) -> bool:
+        """Whether steps on ``device`` stack their kernels (``train stack``; ``auto``: on CUDA): the forward
+        engine's hidden layers take one product over the value and every derivative row (layout ``stack``,
+        `pinnspec.forward`), and the compiled step pulls a point set's tasks back in one batched pass
+        (`pinnspec.engine._compiled.FusedGradients`).  Fewer, larger kernels: what a GPU shared by many runs
+        spends its time on; on the CPU one product per row and one pullback per task are the faster."""
+        return self.stack == "on" or (self.stack == "auto" and torch.device(device).type == "cuda")
+
     def derivatives(self, model, plan: DerivativePlan, x: torch.Tensor, *, engine: str | None = None) -> dict:
         """The values the plan needs, by the derivative engine (``engine``, default the spec's); of the network
         under a `HardConstrained` model where the residuals are rewritten for it."""
@@ -344,10 +352,10 @@ class CompiledProblem:
         # plain second derivatives it tied nested autograd in time and held ~1.5x the memory
         wants_forward = engine == "forward" or (engine == "auto" and (plan.max_order >= 3 or bool(plan.operators)))
         if wants_forward:
-            from ..forward import jets_layout, supports
+            from ..forward import supports
 
             if supports(model):
-                return forward_values(model, plan, x, layout=jets_layout(self.jets, x.device))
+                return forward_values(model, plan, x, layout="stack" if self.stacked(x.device) else "rows")
             if engine == "forward" and not self._notified:
                 self._notified = True
                 print(f"pinnspec: the forward derivative engine does not cover {type(model).__name__}; "

@@ -150,13 +150,13 @@ class ExecutionPlan:
 def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, grouping: str, num_losses: int,
                    device: torch.device, distributed: bool = False) -> ExecutionPlan:
     """The ordered candidates for ``compile = off | on | graphs`` (the spec's), with the reasons."""
-    from ..forward import jets_layout, supports
+    from ..forward import supports
 
     t = problem.ir.training
     compile_setting, engine = t.setting("compile"), t.setting("engine")
     weights = f"weights {t.weights} -> " if t.weights.name != "none" else ""
-    jets = "" if engine == "autograd" else f", jets = {jets_layout(t.setting('jets'), device)}"
-    header = (f"how a step of '{problem.ir.name}' runs (compile = {compile_setting}, engine = {engine}{jets}, "
+    stack = "" if engine == "autograd" else f", stack = {'on' if problem.stacked(device) else 'off'}"
+    header = (f"how a step of '{problem.ir.name}' runs (compile = {compile_setting}, engine = {engine}{stack}, "
               f"{device.type}, grouping {grouping}: {num_losses} losses; chain {weights}{t.surgery} -> "
               f"{t.optimizer} -> {t.align}):")
     eager = Candidate(EAGER, "losses and G by autograd, one backward pass per task; the chain eagerly")

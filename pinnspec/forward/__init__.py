@@ -10,8 +10,7 @@ only first-order autograd.
 """
 
 from ._activations import activation_derivatives
-from ._engine import LAYOUTS, forward_values, jets_layout, propagate, supports
+from ._engine import LAYOUTS, forward_values, propagate, supports
 from ._program import closure, faa_di_bruno
 
-__all__ = ["LAYOUTS", "activation_derivatives", "closure", "faa_di_bruno", "forward_values", "jets_layout", "propagate",
-           "supports"]
+__all__ = ["LAYOUTS", "activation_derivatives", "closure", "faa_di_bruno", "forward_values", "propagate", "supports"]

@@ -35,14 +35,6 @@ Key = tuple  # (field index, multi-index or LinearOperator), as in the derivativ
 LAYOUTS = ("rows", "stack")
 
 
-def jets_layout(jets: str, device: torch.device) -> str:
-    """The layout of the ``train jets`` setting on ``device``: ``auto`` is ``stack`` on CUDA (fewer kernel
-    launches), ``rows`` elsewhere (the faster on the CPU)."""
-    if jets != "auto":
-        return jets
-    return "stack" if torch.device(device).type == "cuda" else "rows"
-
-
 def supports(model) -> bool:
     """True when ``model`` is pinnspec's MLP (its own forward, plain Linear layers, no hooks)
     with an activation whose derivatives are known, or one of pinnspec's other networks (a

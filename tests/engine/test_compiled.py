@@ -51,21 +51,28 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
     torch.testing.assert_close(compiled_G, eager_G, rtol=1e-8, atol=1e-12)
 
 
-def test_jets_stack_compiles_to_the_eager_losses_and_gradients_of_rows():
-    """``jets = stack`` (what ``auto`` takes on CUDA: one product per hidden layer over the value and every
-    derivative row) inside the compiled graph: the losses and G of the eager per-row products.  Burgers has a
-    linear operator row (u_t - nu u_xx) besides u_x."""
-    trainer = Trainer(_spec(ROOT / "specs" / "burgers.pinn", compile="on", jets="stack",
-                            model="mlp(width = 8, depth = 3)"))
-    assert "jets = stack" in trainer.execution.describe()
-    eager_losses, eager_G = _eager_losses_and_gradients(trainer)  # the problem's jets: stack, eagerly
-    rows = Trainer(_spec(ROOT / "specs" / "burgers.pinn", jets="rows", model="mlp(width = 8, depth = 3)"))
-    rows_losses, rows_G = _eager_losses_and_gradients(rows)
-    compiled_losses, compiled_G = trainer.execution.compiled_losses().losses_and_gradients(
-        trainer._points_for(0), trainer.params, trainer.grouping.name, trainer._theta_flat())
-    for losses, G in ((eager_losses, eager_G), (compiled_losses, compiled_G)):
-        torch.testing.assert_close(losses.tasks, rows_losses.tasks, rtol=1e-10, atol=1e-14)
-        torch.testing.assert_close(G, rows_G, rtol=1e-8, atol=1e-12)
+@pytest.mark.parametrize("compiled", [False, True])
+def test_stacked_kernels_give_the_losses_and_gradients_of_per_row_products(compiled, tmp_path):
+    """``stack = on`` (what ``auto`` takes on CUDA): one product per hidden layer over the value and every
+    derivative row, and the interior set's two tasks (Schroedinger ``four``) pulled back in one vmapped pass;
+    run by `FusedGradients` eagerly and compiled, the losses and G of the eager step with ``stack = off``."""
+    path, small = _schrodinger_four(tmp_path), "mlp(width = 8, depth = 3)"
+    stacked = Trainer(_spec(path, grouping="four", stack="on", model=small, compile="on" if compiled else "off"))
+    assert stacked.problem.stacked("cpu") and "stack = on" in stacked.execution.describe()
+    points = stacked._points_for(0)
+    if compiled:
+        losses, G = stacked.execution.compiled_losses().losses_and_gradients(points, stacked.params, "four",
+                                                                            stacked._theta_flat())
+        tasks = losses.tasks
+    else:
+        fused = FusedGradients(stacked.problem, stacked.model, stacked.params, "four")
+        tasks, _, G = fused(stacked._theta_flat(), *fused.inputs(points))
+    plain = Trainer(_spec(path, grouping="four", stack="off", model=small))
+    assert not plain.problem.stacked("cpu")
+    plain_losses, plain_G = _eager_losses_and_gradients(plain)
+    torch.testing.assert_close(tasks, plain_losses.tasks.detach(), rtol=1e-10, atol=1e-14)
+    torch.testing.assert_close(G, plain_G, rtol=1e-8, atol=1e-12)
+    assert G.shape[0] == 4 and (G.norm(dim=1) > 0).all()
 
 
 def _schrodinger_four(tmp_path):
