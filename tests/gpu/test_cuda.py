@@ -136,6 +136,30 @@ def test_the_one_graph_step_equals_eager_on_cuda(mode, grouping, capsys):
     assert "does not compile" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("mode", ["on", "graphs"])
+def test_a_set_that_feeds_two_tasks_is_one_stacked_graph_on_cuda(mode, tmp_path, capsys):
+    """Schroedinger's two equations as tasks of their own share the interior point set.  Stacked (``stack =
+    auto`` on CUDA: one product per hidden layer, one vmapped pullback of the two tasks) the step is one graph,
+    with ``graphs`` one CUDA graph, and equals the eager steps with ``stack = off``."""
+    text = (ROOT / "specs" / "schrodinger.pinn").read_text().replace(
+        "grouping three = [N, B, I]", "loss R = real\nloss J = imag\ngrouping four = [R, J, B, I]\n"
+                                      "grouping three = [N, B, I]")
+    path = tmp_path / "schrodinger.pinn"
+    path.write_text(text)
+    eager = Trainer(_spec(path, grouping="four", stack="off", epochs=6, dtype="float64"))
+    compiled = Trainer(_spec(path, grouping="four", compile=mode, epochs=6, dtype="float64"))
+    assert compiled.problem.stacked("cuda") and not eager.problem.stacked("cuda")
+    assert compiled.execution.current == ("one CUDA graph" if mode == "graphs" else "one graph")
+    for epoch in range(6):
+        a, b = eager.step(epoch), compiled.step(epoch)
+        for key in ["loss"] + [f"task{i}" for i in range(4)]:
+            assert b[key] == pytest.approx(a[key], rel=1e-9), key
+    for x, y in zip(eager.theta, compiled.theta):
+        torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-12)
+    assert compiled.execution.current == ("one CUDA graph" if mode == "graphs" else "one graph")
+    assert "does not compile" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("m", [2, 3])
 def test_config_and_gua_queue_without_a_synchronisation(m):
     """ConFIG (m = 2 closed form, m = 3 an LU solve without error checks) and GUA (enumeration on the
