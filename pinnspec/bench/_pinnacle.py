@@ -420,8 +420,8 @@ def _throughput_line(throughput: dict) -> str:
 
 
 def _execution_line(rows: list[dict]) -> str:
-    """How the scored runs' steps ran (result.json's ``execution``), e.g. "Steps: one graph (22 rows), two graphs
-    (NS2d-C adam)." -- a compiled step that demoted shows here."""
+    """How the scored runs' steps ran (result.json's ``execution``), e.g. "How the steps ran: one CUDA graph
+    (23 row(s)); two graphs (NS2d-C adam)." -- a compiled step that demoted shows here; "" without scored runs."""
     by_strategy: dict[str, list[str]] = {}
     for r in rows:
         for strategy in filter(None, r["execution"].split(" / ")):

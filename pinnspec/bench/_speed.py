@@ -99,7 +99,8 @@ def build_parser() -> Parser:
                    help="pinnspec's derivative engine (train engine = ...; default auto)")
     p.add_argument("--stack", choices=["auto", "on", "off"], default="auto",
                    help="fewer, larger kernels: the forward engine's hidden layers as one product over every "
-                        "derivative row (train stack = ...; default auto: on CUDA)")
+                        "derivative row, a point set's losses pulled back together (train stack = ...; default "
+                        "auto: on CUDA)")
     p.add_argument("--compile", choices=["off", "on", "graphs"], default="off",
                    help="torch.compile pinnspec's step: losses, G and the update chain (train compile = ...; "
                         "needs the forward engine; "

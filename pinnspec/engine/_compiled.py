@@ -77,8 +77,8 @@ class CompiledLosses:
 
     def losses_and_gradients(self, points: Points, params: dict[str, torch.Tensor], grouping: str | None,
                              theta: torch.Tensor) -> tuple[Losses, torch.Tensor] | None:
-        """The losses and G [m, p] by one compiled graph; None where the network adds its own loss term.  ``theta`` [p]:
-        the model's parameters then ``params``' values, flattened in that order (the trainer's)."""
+        """The losses and G [m, p] by one compiled graph; None where the network adds its own loss term.
+        ``theta`` [p]: the model's parameters then ``params``' values, flattened in that order (the trainer's)."""
         fused = self.fused(params, grouping)
         if fused is None:
             return None
@@ -150,22 +150,22 @@ class FusedGradients:
         coefficients = self.problem.task_coefficients(counts, self.grouping)  # per task: {condition: c}
         batched = self.problem.stacked(theta.device)
         sums, shares = {}, [[] for _ in range(self.m)]  # condition -> its sum; task -> its sets' rows [p]
-        for index, names, tasks, args in zip(self.problem.by_set, self.conditions, self.feeds, inputs):
+        for index, names, fed, args in zip(self.problem.by_set, self.conditions, self.feeds, inputs):
             set_sums = functools.partial(self._set_sums, index, args)
-            if not tasks:  # conditions no task of this grouping uses: their losses only
+            if not fed:  # conditions no task of this grouping uses: their losses only
                 sums.update(zip(names, set_sums(theta.detach())))
                 continue
             values, pullback = torch.func.vjp(set_sums, theta)
             sums.update(zip(names, values))
             # per task, its coefficients on the set's conditions, filled on the device (no copy from the host)
             cotangents = [[torch.full_like(v, coefficients[i].get(c, 0.0)) for v, c in zip(values, names)]
-                          for i in tasks]
-            if batched and len(tasks) > 1:  # one backward pass with k cotangents: fewer, larger kernels
+                          for i in fed]
+            if batched and len(fed) > 1:  # one backward pass with k cotangents: fewer, larger kernels
                 columns = tuple(torch.stack(column) for column in zip(*cotangents))  # per condition [k]
                 rows = torch.func.vmap(pullback)(columns)[0].unbind(0)  # k x [p]
             else:
                 rows = [pullback(tuple(cotangent))[0] for cotangent in cotangents]  # k x [p]
-            for i, row in zip(tasks, rows):
+            for i, row in zip(fed, rows):
                 shares[i].append(row)
         losses = self.problem.losses_from_sums({name: value.detach() for name, value in sums.items()}, counts,
                                                self.grouping)
