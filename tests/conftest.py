@@ -64,6 +64,19 @@ class HostConversions(TorchFunctionMode):
 
 
 @pytest.fixture
+def schrodinger_four(tmp_path):
+    """specs/schrodinger.pinn with grouping ``four`` added: its two equations (real, imag) share one interior
+    point set and are tasks of their own (a point set that feeds two tasks); the path of that file."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "specs", "schrodinger.pinn"), encoding="utf-8") as fh:
+        text = fh.read()
+    path = tmp_path / "schrodinger.pinn"
+    path.write_text(text.replace("grouping three = [N, B, I]", "loss R = real\nloss J = imag\n"
+                                 "grouping four = [R, J, B, I]\ngrouping three = [N, B, I]"), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
 def no_host_sync():
     """``with no_host_sync(): ...`` fails on any tensor -> host conversion inside the block."""
     return lambda: HostConversions(fail=True)

@@ -52,11 +52,11 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
 
 
 @pytest.mark.parametrize("compiled", [False, True])
-def test_stacked_kernels_give_the_losses_and_gradients_of_per_row_products(compiled, tmp_path):
+def test_stacked_kernels_give_the_losses_and_gradients_of_per_row_products(compiled, schrodinger_four):
     """``stack = on`` (what ``auto`` takes on CUDA): one product per hidden layer over the value and every
     derivative row, and the interior set's two tasks (Schroedinger ``four``) pulled back in one vmapped pass;
     run by `FusedGradients` eagerly and compiled, the losses and G of the eager step with ``stack = off``."""
-    path, small = _schrodinger_four(tmp_path), "mlp(width = 8, depth = 3)"
+    path, small = schrodinger_four, "mlp(width = 8, depth = 3)"
     stacked = Trainer(_spec(path, grouping="four", stack="on", model=small, compile="on" if compiled else "off"))
     assert stacked.problem.stacked("cpu") and "stack = on" in stacked.execution.describe()
     points = stacked._points_for(0)
@@ -75,29 +75,18 @@ def test_stacked_kernels_give_the_losses_and_gradients_of_per_row_products(compi
     assert G.shape[0] == 4 and (G.norm(dim=1) > 0).all()
 
 
-def _schrodinger_four(tmp_path):
-    """Schroedinger with grouping ``four``: its two equations (real, imag) share one interior point set and
-    are tasks of their own."""
-    text = (ROOT / "specs" / "schrodinger.pinn").read_text()
-    text = text.replace("grouping three = [N, B, I]",
-                        "loss R = real\nloss J = imag\ngrouping four = [R, J, B, I]\ngrouping three = [N, B, I]")
-    path = tmp_path / "schrodinger.pinn"
-    path.write_text(text)
-    return path
-
-
 @pytest.mark.parametrize("path, grouping", [(ROOT / "specs" / "burgers.pinn", "two"),
                                             (ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn", "three"),
                                             (ROOT / "examples" / "annulus" / "annulus.pinn", "default"),
                                             ("schrodinger four", "four")])
-def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path, grouping, tmp_path):
+def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path, grouping, schrodinger_four):
     """`FusedGradients` run eagerly (each set's sums through torch.func.vjp, pulled back per task): the
     losses and G of m separate backward passes.  Burgers ``two`` pools two sets into one task (a row of G is
     the sum of two sets' rows); inverse_heat has a trainable param and observed data; the annulus a Neumann
     condition on a curved rim (the points' outward normals are an input); Schroedinger ``four`` a set that
     feeds two tasks (its pullback taken once per task)."""
     if path == "schrodinger four":
-        path = _schrodinger_four(tmp_path)
+        path = schrodinger_four
     trainer = Trainer(_spec(path, grouping=grouping, model="mlp(width = 8, depth = 2)"))
     points = trainer._points_for(0)
     fused = FusedGradients(trainer.problem, trainer.model, trainer.params, grouping)
@@ -262,11 +251,11 @@ def _launches_outside_compiled_graphs(run):
     return counts
 
 
-def test_a_set_that_feeds_two_tasks_is_one_graph_with_the_eager_gradients(tmp_path):
+def test_a_set_that_feeds_two_tasks_is_one_graph_with_the_eager_gradients(schrodinger_four):
     """Schroedinger's two equations share one interior point set: with each in a task of its own (``four``)
     the set's pullback is taken once per task inside the one graph, and the compiled losses and G are the
     eager ones."""
-    path = _schrodinger_four(tmp_path)
+    path = schrodinger_four
     problem = pinnspec.compile(path)
     assert problem.tasks_of_sets("three") == ((0,), (2,), (1,))  # sets: interior, initial, periodic pairs
     assert problem.tasks_of_sets("four") == ((0, 1), (3,), (2,))

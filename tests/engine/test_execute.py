@@ -16,7 +16,6 @@ from pinnspec.registry import OPTIMIZERS, SURGERY
 
 ROOT = Path(__file__).resolve().parents[2]
 BURGERS = ROOT / "specs" / "burgers.pinn"
-SCHRODINGER = ROOT / "specs" / "schrodinger.pinn"
 
 
 def _plan(path, *, device="cpu", distributed=False, **settings):
@@ -58,11 +57,8 @@ def test_the_plan_orders_the_strategies_and_says_why(settings, device, distribut
     assert plan.describe().count("\n  ") >= len(expected)
 
 
-def test_a_set_that_feeds_two_tasks_is_one_graph_and_a_networks_own_loss_term_is_not():
-    text = SCHRODINGER.read_text().replace("grouping three = [N, B, I]",
-                                           "loss R = real\nloss J = imag\ngrouping four = [R, J, B, I]\n"
-                                           "grouping three = [N, B, I]")
-    spec = pinnspec.loads(text, filename="schrodinger.pinn", base_dir=str(SCHRODINGER.parent))
+def test_a_set_that_feeds_two_tasks_is_one_graph_and_a_networks_own_loss_term_is_not(schrodinger_four):
+    spec = pinnspec.load(schrodinger_four)
     recovering = {"model": "adaptive_mlp(width = 8, depth = 2, slope_recovery = 1)"}  # its slopes' loss term
     for settings, first in [({}, "one graph"), (recovering, "two graphs")]:
         changed = apply_overrides(spec, {"device": "cpu", "compile": "on", "grouping": "four", **settings})

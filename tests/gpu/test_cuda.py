@@ -137,15 +137,11 @@ def test_the_one_graph_step_equals_eager_on_cuda(mode, grouping, capsys):
 
 
 @pytest.mark.parametrize("mode", ["on", "graphs"])
-def test_a_set_that_feeds_two_tasks_is_one_stacked_graph_on_cuda(mode, tmp_path, capsys):
+def test_a_set_that_feeds_two_tasks_is_one_stacked_graph_on_cuda(mode, schrodinger_four, capsys):
     """Schroedinger's two equations as tasks of their own share the interior point set.  Stacked (``stack =
     auto`` on CUDA: one product per hidden layer, one vmapped pullback of the two tasks) the step is one graph,
     with ``graphs`` one CUDA graph, and equals the eager steps with ``stack = off``."""
-    text = (ROOT / "specs" / "schrodinger.pinn").read_text().replace(
-        "grouping three = [N, B, I]", "loss R = real\nloss J = imag\ngrouping four = [R, J, B, I]\n"
-                                      "grouping three = [N, B, I]")
-    path = tmp_path / "schrodinger.pinn"
-    path.write_text(text)
+    path = schrodinger_four
     eager = Trainer(_spec(path, grouping="four", stack="off", epochs=6, dtype="float64"))
     compiled = Trainer(_spec(path, grouping="four", compile=mode, epochs=6, dtype="float64"))
     assert compiled.problem.stacked("cuda") and not eager.problem.stacked("cuda")
