@@ -130,9 +130,11 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     "dtype": ("choice:float32|float64", "float32"),
     "checkpoint_every": ("int", 1000),
     "engine": ("choice:auto|autograd|forward", "auto"),
-    # fewer, larger kernels (CompiledProblem.stacked): the forward engine's hidden layers take one product over
-    # every derivative row, a point set's tasks are pulled back in one batched pass; auto: on CUDA
-    "stack": ("choice:auto|on|off", "auto"),
+    # fewer, larger kernels (CompiledProblem.stacking): on, the forward engine's hidden layers take one product
+    # over every derivative row, a point set's tasks are pulled back in one batched pass; sets, also one network
+    # pass over every point set and one batched pullback of all tasks (m times the backward's arithmetic);
+    # auto: on on CUDA, off elsewhere
+    "stack": ("choice:auto|on|off|sets", "auto"),
     "compile": ("choice:off|on|graphs", "off"),
     # a run stops as diverged when its loss exceeds this factor times its lowest loss so far (0: never)
     "diverge_factor": ("number", 1e6),

@@ -97,10 +97,10 @@ def build_parser() -> Parser:
                         "epoch-time ratio")
     p.add_argument("--engine", choices=["auto", "autograd", "forward"], default="auto",
                    help="pinnspec's derivative engine (train engine = ...; default auto)")
-    p.add_argument("--stack", choices=["auto", "on", "off"], default="auto",
-                   help="fewer, larger kernels: the forward engine's hidden layers as one product over every "
-                        "derivative row, a point set's losses pulled back together (train stack = ...; default "
-                        "auto: on CUDA)")
+    p.add_argument("--stack", choices=["auto", "on", "off", "sets"], default="auto",
+                   help="fewer, larger kernels (train stack = ...): on, the forward engine's hidden layers as "
+                        "one product over every derivative row, a point set's losses pulled back together; sets, "
+                        "also one network pass over every point set (more arithmetic); default auto: on on CUDA")
     p.add_argument("--compile", choices=["off", "on", "graphs"], default="off",
                    help="torch.compile pinnspec's step: losses, G and the update chain (train compile = ...; "
                         "needs the forward engine; "

@@ -123,7 +123,7 @@ class CompiledProblem:
         #: how input derivatives are computed: "autograd" (nested reverse mode, any model),
         #: "forward" (Taylor propagation through pinnspec's MLP), "auto" (forward when the model allows)
         self.engine = p.training.setting("engine")
-        #: "auto" | "on" | "off": whether steps stack their kernels (`stacked`)
+        #: "auto" | "on" | "off" | "sets": how steps stack their kernels (`stacking`)
         self.stack = p.training.setting("stack")
         self._notified = False
         self._feeds: dict[str | None, tuple[tuple[int, ...], ...]] = {}  # grouping -> `tasks_of_sets`
@@ -186,6 +186,8 @@ class CompiledProblem:
                 cond.name, idx, kernels, per_face=len(kernels) > 1, periodic=periodic, observed_fields=observed,
                 point_columns=columns)
         self.plans = {i: DerivativePlan.build(n, self.fields, self.coordinates) for i, n in needs.items()}
+        #: every set's needs together: what `all_set_residuals` evaluates on all the points at once
+        self.union_plan = DerivativePlan.build(set().union(*needs.values()), self.fields, self.coordinates)
         time = p.time
         #: condition -> its causal weighting over time chunks (`causal` statements)
         self.causal: dict[str, CausalChunks] = {
@@ -325,6 +327,33 @@ class CompiledProblem:
         plan = self.plans[index]
         values = self.derivatives(model, plan, s.x, engine=engine)
         partner_values = self.derivatives(model, plan, s.partner, engine=engine) if s.partner is not None else None
+        return self._residuals_of_set(index, s, values, partner_values, params)
+
+    def all_set_residuals(self, model, sets: list[TorchPointSet], params: dict[str, torch.Tensor], *,
+                          engine: str | None = None) -> dict[str, torch.Tensor]:
+        """condition -> residuals [N, n_components] of every condition, ``sets`` the points of ``by_set``'s sets in
+        its order: what `set_residuals` gives set by set, with the network and its derivatives evaluated once, on
+        every set's points and periodic partners together (the union of the sets' derivative plans).  One pass
+        instead of one per set: fewer, larger kernels, and derivatives computed where no condition reads them
+        (`FusedGradients` takes it with ``train stack = sets``: `stacking`)."""
+        blocks = [s.x for s in sets] + [s.partner for s in sets if s.partner is not None]  # points, then partners
+        values = self.derivatives(model, self.union_plan, torch.cat(blocks), engine=engine)
+        pieces = {key: value.split([len(b) for b in blocks]) for key, value in values.items()}  # key -> per block
+        out, partner_block = {}, len(sets)
+        for block, (index, s) in enumerate(zip(self.by_set, sets)):
+            needs = self.plans[index].needs
+            partner_values = None
+            if s.partner is not None:
+                partner_values = {key: pieces[key][partner_block] for key in needs}
+                partner_block += 1
+            out.update(self._residuals_of_set(index, s, {key: pieces[key][block] for key in needs}, partner_values,
+                                              params))
+        return out
+
+    def _residuals_of_set(self, index: int, s: TorchPointSet, values: dict, partner_values: dict | None,
+                          params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """condition -> residuals of the conditions on set ``index`` from the derivative values at its points and
+        (periodic sets) at their partners."""
         out = {}
         for ck in self.by_set[index]:
             r = self._evaluate(ck, s, s.x, values, params)
@@ -333,13 +362,24 @@ class CompiledProblem:
             out[ck.condition] = r
         return out
 
+    def stacking(self, device) -> str:
+        """How steps on ``device`` stack their kernels (``train stack``; ``auto``: ``on`` on CUDA, else ``off``):
+        * ``off``: one matrix product per derivative row, one network pass per point set, one pullback per task
+          (on the CPU the fastest: PNd's compiled step 1.42 s against 1.65 s stacked, one thread);
+        * ``on``: the forward engine's hidden layers take one product over the value and every derivative row
+          (layout ``stack``, `pinnspec.forward`), and the compiled step pulls the tasks of a point set that feeds
+          several back in one batched pass (`pinnspec.engine._compiled.FusedGradients`): fewer, larger kernels,
+          the same arithmetic;
+        * ``sets``: ``on``, and the compiled step evaluates the network once over every point set together
+          (`all_set_residuals`) and pulls all m tasks back in one batched pass: 31-65 % of ``on``'s kernels for
+          2.0-3.3 times its arithmetic (PINNacle's cases: docs/results.md, "What limits the GPU run")."""
+        if self.stack == "auto":
+            return "on" if torch.device(device).type == "cuda" else "off"
+        return self.stack
+
     def stacked(self, device) -> bool:
-        """Whether steps on ``device`` stack their kernels (``train stack``; ``auto``: on CUDA): the forward
-        engine's hidden layers take one product over the value and every derivative row (layout ``stack``,
-        `pinnspec.forward`), and the compiled step pulls a point set's tasks back in one batched pass
-        (`pinnspec.engine._compiled.FusedGradients`).  Fewer, larger kernels: what a GPU shared by many runs
-        spends its time on; on the CPU one product per row and one pullback per task are the faster."""
-        return self.stack == "on" or (self.stack == "auto" and torch.device(device).type == "cuda")
+        """Whether steps on ``device`` stack the forward engine's rows (`stacking` ``on`` or ``sets``)."""
+        return self.stacking(device) != "off"
 
     def derivatives(self, model, plan: DerivativePlan, x: torch.Tensor, *, engine: str | None = None) -> dict:
         """The values the plan needs, by the derivative engine (``engine``, default the spec's); of the network

@@ -49,8 +49,8 @@ class CompiledLosses:
         # set would be compiled twice (and checked against two cache entries at every call)
         parameter = next(model.parameters())
         with torch.no_grad():
-            for index in problem.by_set:
-                forward_values(problem.network(model), problem.plans[index], parameter.new_zeros(2, problem.dim))
+            for plan in (*(problem.plans[index] for index in problem.by_set), problem.union_plan):
+                forward_values(problem.network(model), plan, parameter.new_zeros(2, problem.dim))
 
     def losses(self, points: Points, params: dict[str, torch.Tensor], grouping: str | None) -> Losses:
         """The losses of ``grouping`` by the per-set units (inputs detached: a compiled backward would
@@ -89,7 +89,7 @@ class CompiledLosses:
 
 
 class _ModelUnit(torch.nn.Module):
-    """The model as the one submodule of a module whose call is one set's `set_sums`: what
+    """The model as the one submodule of a module whose call is ``sums(model, *args)``: what
     `torch.func.functional_call` runs with the weights read from theta."""
 
     def __init__(self, model):
@@ -99,21 +99,40 @@ class _ModelUnit(torch.nn.Module):
         self.names = [name for name, _ in model.named_parameters()]
         self.shapes = [tuple(t.shape) for t in model.parameters()]
 
-    def forward(self, problem, index, x, partner, observed, face_slices, normals, params):
-        return set_sums(problem, index, self.model, x, partner, observed, face_slices, normals, params)
+    def forward(self, sums, *args):
+        return sums(self.model, *args)
+
+
+def _one_set_sums(model, problem: CompiledProblem, index: int, args: tuple, params) -> tuple[torch.Tensor, ...]:
+    """Set ``index``'s per-condition sums (`set_sums`), ``args`` its entry of `FusedGradients.inputs`."""
+    x, partner, observed, face_slices, normals = args
+    return set_sums(problem, index, model, x, partner, observed, face_slices, normals, params)
+
+
+def _all_sets_sums(model, problem: CompiledProblem, inputs: list[tuple], params) -> tuple[torch.Tensor, ...]:
+    """Every condition's sum of squared residuals (sets in ``by_set`` order, each set's conditions in order), the
+    network run once over every set's points (`CompiledProblem.all_set_residuals`)."""
+    sets = [TorchPointSet(x, face_slices, partner, observed, normals=normals)
+            for x, partner, observed, face_slices, normals in inputs]
+    residuals = problem.all_set_residuals(model, sets, params, engine="forward")
+    return tuple(problem.condition_sum(ck.condition, residuals[ck.condition], s.x)
+                 for s, cks in zip(sets, problem.by_set.values()) for ck in cks)
 
 
 class FusedGradients:
     """The task losses [m], the condition losses [C] (``condition_kernels`` order) and G [m, p] of one
     grouping, by one pass over every point set: a pure function of theta and the points.
 
-    Each set evaluates its conditions' sums of squared residuals through `torch.func.vjp`, which also gives
-    the set's pullback.  A task's loss is linear in the sums (`CompiledProblem.task_coefficients`), so the
-    set's share of task i's row of G is the pullback of task i's coefficients on the set's conditions, and a
-    row of G is the sum of its sets' shares.  A set that feeds k tasks takes one forward pass and k pullbacks,
-    or where the problem stacks its kernels (`CompiledProblem.stacked`: ``train stack``, on CUDA by default)
-    one `torch.func.vmap`'d pullback of the k cotangents, as many kernels as one pullback (NS2d-C's adam step,
-    counted on the CPU: 144 kernels against 227); on the CPU the k pullbacks are 10 % faster (NS2d-C).
+    The conditions' sums of squared residuals come through `torch.func.vjp`, which also gives their pullback.
+    A task's loss is linear in the sums (`CompiledProblem.task_coefficients`), so task i's row of G is the
+    pullback of task i's coefficients.  Two forms, same G (`CompiledProblem.stacking`):
+    * one network pass per point set and, per task the set feeds, one pullback (``stack = off``, the faster on
+      the CPU) or (``on``) one `torch.func.vmap`'d pullback of all of them, as many kernels as one pullback
+      (NS2d-C's adam step, counted on the CPU: 144 kernels against 227); a row of G is the sum of its sets'
+      shares;
+    * (``sets``) one network pass over every set's points together (`CompiledProblem.all_set_residuals`) and
+      one vmapped pullback of the m tasks' cotangents: G whole, in 31-65 % of ``on``'s kernels (PINNacle's
+      cases), with m times the backward pass's arithmetic.
     The gradients are part of the same function, so torch.compile makes losses and G one graph with no
     autograd engine between them (and the one-graph step adds the update chain to that graph)."""
 
@@ -148,14 +167,28 @@ class FusedGradients:
     def __call__(self, theta: torch.Tensor, inputs: list[tuple], counts: dict[str, int]
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         coefficients = self.problem.task_coefficients(counts, self.grouping)  # per task: {condition: c}
-        batched = self.problem.stacked(theta.device)
+        stacking = self.problem.stacking(theta.device)
+        if stacking == "sets":
+            sums, G = self._merged(theta, inputs, coefficients)
+        else:
+            sums, G = self._per_set(theta, inputs, coefficients, batched=stacking == "on")
+        losses = self.problem.losses_from_sums({name: value.detach() for name, value in sums.items()}, counts,
+                                               self.grouping)
+        tasks = torch.stack(losses.task_list)  # [m]
+        conditions = torch.stack([losses.conditions[name] for name in self.problem.condition_kernels])  # [C]
+        return tasks, conditions, G
+
+    def _per_set(self, theta: torch.Tensor, inputs: list[tuple], coefficients, batched: bool
+                 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """(condition -> its sum, G [m, p]): a network pass per set, a pullback per task it feeds (``batched``:
+        one vmapped pullback of a set's tasks)."""
         sums, shares = {}, [[] for _ in range(self.m)]  # condition -> its sum; task -> its sets' rows [p]
         for index, names, fed, args in zip(self.problem.by_set, self.conditions, self.feeds, inputs):
-            set_sums = functools.partial(self._set_sums, index, args)
+            sums_of_set = functools.partial(self._call, _one_set_sums, index, args)
             if not fed:  # conditions no task of this grouping uses: their losses only
-                sums.update(zip(names, set_sums(theta.detach())))
+                sums.update(zip(names, sums_of_set(theta.detach())))
                 continue
-            values, pullback = torch.func.vjp(set_sums, theta)
+            values, pullback = torch.func.vjp(sums_of_set, theta)
             sums.update(zip(names, values))
             # per task, its coefficients on the set's conditions, filled on the device (no copy from the host)
             cotangents = [[torch.full_like(v, coefficients[i].get(c, 0.0)) for v, c in zip(values, names)]
@@ -167,20 +200,25 @@ class FusedGradients:
                 rows = [pullback(tuple(cotangent))[0] for cotangent in cotangents]  # k x [p]
             for i, row in zip(fed, rows):
                 shares[i].append(row)
-        losses = self.problem.losses_from_sums({name: value.detach() for name, value in sums.items()}, counts,
-                                               self.grouping)
-        tasks = torch.stack(losses.task_list)  # [m]
-        conditions = torch.stack([losses.conditions[name] for name in self.problem.condition_kernels])  # [C]
         G = torch.stack([rows[0] if len(rows) == 1 else torch.stack(rows).sum(dim=0) for rows in shares])  # [m, p]
-        return tasks, conditions, G
+        return sums, G
 
-    def _set_sums(self, index: int, args: tuple, theta: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Set ``index``'s per-condition sums of squared residuals, the network's weights and the params read
-        from ``theta`` [p] (through `torch.func.functional_call`)."""
-        x, partner, observed, face_slices, normals = args
+    def _merged(self, theta: torch.Tensor, inputs: list[tuple], coefficients
+                ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """(condition -> its sum, G [m, p]): one network pass over every set, one vmapped pullback of m tasks."""
+        names = [name for names in self.conditions for name in names]
+        values, pullback = torch.func.vjp(functools.partial(self._call, _all_sets_sums, inputs), theta)
+        # per condition, the m tasks' coefficients [m], filled on the device (no copy from the host)
+        columns = tuple(torch.stack([torch.full_like(v, coefficients[i].get(c, 0.0)) for i in range(self.m)])
+                        for v, c in zip(values, names))
+        return dict(zip(names, values)), torch.func.vmap(pullback)(columns)[0]  # [m, p]
+
+    def _call(self, sums, *args) -> tuple[torch.Tensor, ...]:
+        """``sums(model, problem, *args[:-1], params)``, the network's weights and the params read from
+        ``theta = args[-1]`` [p] (through `torch.func.functional_call`)."""
+        *args, theta = args
         pieces = [piece.view(shape) for piece, shape in zip(theta.split(self.sizes), self.shapes)]
         names = self.unit.names
         weights = {"model." + name: piece for name, piece in zip(names, pieces)}
         params = dict(zip(self.param_names, pieces[len(names):]))
-        return tuple(torch.func.functional_call(self.unit, weights, (self.problem, index, x, partner, observed,
-                                                                     face_slices, normals, params)))
+        return tuple(torch.func.functional_call(self.unit, weights, (sums, self.problem, *args, params)))

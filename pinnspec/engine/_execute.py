@@ -155,7 +155,7 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     t = problem.ir.training
     compile_setting, engine = t.setting("compile"), t.setting("engine")
     weights = f"weights {t.weights} -> " if t.weights.name != "none" else ""
-    stack = "" if engine == "autograd" else f", stack = {'on' if problem.stacked(device) else 'off'}"
+    stack = "" if engine == "autograd" else f", stack = {problem.stacking(device)}"
     header = (f"how a step of '{problem.ir.name}' runs (compile = {compile_setting}, engine = {engine}{stack}, "
               f"{device.type}, grouping {grouping}: {num_losses} losses; chain {weights}{t.surgery} -> "
               f"{t.optimizer} -> {t.align}):")

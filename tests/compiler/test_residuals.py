@@ -117,3 +117,23 @@ def test_autograd_residuals_equal_symbolic_residuals(path):
         assert got.shape == expected.shape
         scale = np.abs(expected).max() + 1e-12
         assert np.abs(got - expected).max() <= 1e-9 * scale, f"{path.stem}.{cond.name}"
+
+
+@pytest.mark.parametrize("path", FILES + sorted(ROOT.glob("benchmarks/pinnacle/cases/*.pinn")), ids=lambda p: p.stem)
+def test_one_pass_over_every_set_gives_each_sets_residuals(path):
+    """`all_set_residuals` (the network and its derivatives evaluated once, on every set's points and periodic
+    partners together, as a stacked step takes them) equals `set_residuals` set by set: per-face kernels,
+    normals, tables, observed data and periodic partners read their own rows of the one pass."""
+    from pinnspec.models import mlp
+
+    problem = pinnspec.compile(path)
+    model = mlp(width=8, depth=3).build(problem.dim, len(problem.fields), generator=torch.Generator().manual_seed(0),
+                                        dtype=torch.float64)
+    params = {name: value + 0.25 for name, value in problem.init_params(dtype=torch.float64).items()}
+    points = problem.sample(0, seed=1, dtype=torch.float64)
+    together = problem.all_set_residuals(model, [points.sets[index] for index in problem.by_set], params,
+                                         engine="forward")
+    one_by_one = problem.residuals(model, points, params, engine="forward")
+    assert together.keys() == one_by_one.keys() == problem.condition_kernels.keys()
+    for name, residuals in one_by_one.items():
+        torch.testing.assert_close(together[name], residuals, rtol=1e-12, atol=1e-12, msg=name)

@@ -136,14 +136,16 @@ def test_the_one_graph_step_equals_eager_on_cuda(mode, grouping, capsys):
     assert "does not compile" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("stack", ["auto", "sets"])
 @pytest.mark.parametrize("mode", ["on", "graphs"])
-def test_a_set_that_feeds_two_tasks_is_one_stacked_graph_on_cuda(mode, schrodinger_four, capsys):
+def test_a_set_that_feeds_two_tasks_is_one_stacked_graph_on_cuda(mode, stack, schrodinger_four, capsys):
     """Schroedinger's two equations as tasks of their own share the interior point set.  Stacked (``stack =
-    auto`` on CUDA: one product per hidden layer, one vmapped pullback of the two tasks) the step is one graph,
-    with ``graphs`` one CUDA graph, and equals the eager steps with ``stack = off``."""
+    auto``, ``on`` on CUDA: one product per hidden layer, one vmapped pullback of the two tasks; ``sets``: one
+    network pass over every set, one vmapped pullback of the four tasks) the step is one graph, with ``graphs``
+    one CUDA graph, and equals the eager steps with ``stack = off``."""
     path = schrodinger_four
     eager = Trainer(_spec(path, grouping="four", stack="off", epochs=6, dtype="float64"))
-    compiled = Trainer(_spec(path, grouping="four", compile=mode, epochs=6, dtype="float64"))
+    compiled = Trainer(_spec(path, grouping="four", compile=mode, stack=stack, epochs=6, dtype="float64"))
     assert compiled.problem.stacked("cuda") and not eager.problem.stacked("cuda")
     assert compiled.execution.current == ("one CUDA graph" if mode == "graphs" else "one graph")
     for epoch in range(6):
