@@ -87,10 +87,11 @@ def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path
                                                                              tmp_path):
     """`FusedGradients` run eagerly: the losses and G of m separate backward passes, with ``stack = off`` (each
     set's sums through torch.func.vjp, pulled back per task), ``on`` (a set's tasks pulled back in one vmapped
-    pass) and ``sets`` (one pass over every set, the m tasks pulled back in one vmapped pass).  Burgers ``two`` pools two sets into one task (a row of G is the sum of two
-    sets' rows); inverse_heat has a trainable param and observed data; the annulus a Neumann condition on a
-    curved rim (the points' outward normals are an input); Schroedinger ``four`` a set that feeds two tasks and
-    periodic partners; Burgers ``nb`` a set (ic) that feeds no task (its loss is reported, not trained)."""
+    pass) and ``sets`` (one pass over every set, the m tasks pulled back in one vmapped pass).  Burgers ``two``
+    pools two sets into one task (a row of G is the sum of two sets' rows); inverse_heat has a trainable param
+    and observed data; the annulus a Neumann condition on a curved rim (the points' outward normals are an
+    input); Schroedinger ``four`` a set that feeds two tasks and periodic partners; Burgers ``nb`` a set (ic)
+    that feeds no task (its loss is reported, not trained)."""
     if path == "schrodinger four":
         path = schrodinger_four
     elif path == "burgers without ic":
