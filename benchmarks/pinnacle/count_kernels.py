@@ -1,30 +1,44 @@
-"""Count the kernels one compiled training step of each PINNacle case launches, and the arithmetic of its matrix
-products (docs/results.md, "What limits the GPU run").
+"""Count the kernels one compiled training step of each PINNacle case launches, the arithmetic of its matrix
+products and the memory traffic of its kernels, and put the step on a GPU's roofline (docs/results.md, "What
+limits the GPU run").
 
 On the CPU, torch.compile's generated code calls one Python-visible function per fused kernel and one per matrix
 product; cProfile counts those calls over a few steps of the one-graph step (``train compile = on``), after the
 compiling.  A GPU's generated code fuses about the same way, so the count is the number of kernels a GPU step
 launches to within a few.  Each case trains at 1/DIVIDE of its point counts (the count does not depend on them),
 the method's surgery and alignment as `pinnspec bench pinnacle` sets them, with each ``train stack`` setting asked
-for.  The arithmetic is torch's FlopCounterMode over the losses and G of one step (`FusedGradients`, run eagerly)
-at the case's full point counts: the matrix products' floating-point operations (the update chain's, O(m p),
-are left out; they are under 0.1 % of them).
+for.  The arithmetic and the traffic are those of one step's losses and G at the case's full point counts (the
+update chain's, O(m p), are left out: under 0.1 %), the same for every method: the arithmetic is torch's
+FlopCounterMode over the matrix products (`FusedGradients`, run eagerly); the traffic is inductor's own estimate
+for the compiled graph (``metrics.num_bytes_accessed``: every buffer each fused kernel or matrix product reads or
+writes, counted once per kernel).
+
+The roofline time of a step on ``--gpu`` (NVIDIA's datasheet figures: float32 without tensor cores, and HBM
+bandwidth) is the matrix products at the larger of their arithmetic and their traffic, plus the other kernels'
+traffic, each at the peak rate: a floor for the step's GPU time, whatever the launching costs.
 
     OMP_NUM_THREADS=1 python benchmarks/pinnacle/count_kernels.py [--cases all] [--methods adam,config,config+gua]
-                                                                   [--stack off,on,sets] [--steps 10] [--divide 64]
+           [--stack off,on,sets] [--steps 10] [--divide 64] [--gpu h200|h100-sxm|h100-pcie] [--epochs 20000]
 
 Prints one line per case, method and stack setting: the strategy the step ran by, the fused kernels and the
-matrix products per step, their sum, and GFLOP per step.  Each compile takes 20-60 s on one CPU thread.
+matrix products per step, their sum, GFLOP and GB per step and the roofline microseconds on ``--gpu``; then, per
+stack setting, one epoch of every line's run together, and ``--epochs`` epochs of each at every GPU's roofline.
+Each compile takes 20-60 s on one CPU thread (all cases, methods and settings: about an hour).
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import logging
 import os
 import re
+import warnings
 
 import torch
+from torch._inductor import config as inductor_config
+from torch._inductor import metrics as inductor_metrics
+from torch._inductor.scheduler import ExternKernelSchedulerNode
 from torch.utils.flop_counter import FlopCounterMode
 
 from pinnspec.bench._pinnacle import CASES, case_names, method_settings
@@ -35,6 +49,8 @@ from pinnspec.lang._overrides import apply_overrides
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PRODUCTS = {"<built-in method torch.mm>", "<built-in method torch.addmm>", "<built-in method torch.bmm>"}
+#: float32 TFLOP/s (no tensor cores) and HBM TB/s, NVIDIA's datasheets
+GPUS = {"h200": (67.0, 4.8), "h100-sxm": (67.0, 3.35), "h100-pcie": (51.0, 2.0)}
 
 
 def small_points(path: str, divide: int) -> str:
@@ -64,13 +80,42 @@ def count(trainer: Trainer, steps: int) -> tuple[float, float]:
     return kernels / steps, products / steps
 
 
-def gigaflops(trainer: Trainer) -> float:
-    """The matrix products' GFLOP of one step's losses and G, as the compiled step computes them."""
+def compiled_traffic(compiled, *args) -> tuple[float, float]:
+    """(GB, GB of the matrix products) that inductor estimates for the graphs ``compiled(*args)`` compiles:
+    every buffer each kernel reads or writes, once per kernel.  Inductor estimates only while its metrics log is
+    on, and only when it compiles (not on a cache hit): the log on without output, the caches off, this once."""
+    log = logging.getLogger("torch._inductor.compile_fx.__inductor_metrics")
+    level, propagate = log.level, log.propagate
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    inductor_metrics.reset()
+    try:
+        with inductor_config.patch(force_disable_caches=True):
+            compiled(*args)
+    finally:
+        log.setLevel(level)
+        log.propagate = propagate
+    products = sum(4 * words for node, words in inductor_metrics.nodes_num_elem  # counted in 4-byte words
+                   if isinstance(node, ExternKernelSchedulerNode))
+    return inductor_metrics.num_bytes_accessed / 1e9, products / 1e9
+
+
+def arithmetic_and_traffic(trainer: Trainer) -> tuple[float, float, float]:
+    """(GFLOP, GB, GB of the matrix products) of one step's losses and G at the trainer's point counts."""
     fused = FusedGradients(trainer.problem, trainer.model, trainer.params, trainer.grouping.name)
-    inputs = fused.inputs(trainer._points_for(0))
     with FlopCounterMode(display=False) as counter:
-        fused(trainer._theta_flat(), *inputs)
-    return counter.get_total_flops() / 1e9
+        fused(trainer._theta_flat(), *fused.inputs(trainer._points_for(0)))
+    gb, gb_products = compiled_traffic(trainer.execution.compiled_losses().losses_and_gradients,
+                                       trainer._points_for(0), trainer.params, trainer.grouping.name,
+                                       trainer._theta_flat())
+    return counter.get_total_flops() / 1e9, gb, gb_products
+
+
+def roofline_seconds(gflop: float, gb: float, gb_products: float, gpu: str) -> float:
+    """A step's GPU time at the peak rates: the products at the larger of arithmetic and traffic, the rest
+    at their traffic."""
+    tflops, tbs = GPUS[gpu]
+    return max(gflop / (tflops * 1e3), gb_products / (tbs * 1e3)) + (gb - gb_products) / (tbs * 1e3)
 
 
 def main() -> None:
@@ -80,23 +125,43 @@ def main() -> None:
     p.add_argument("--stack", default="off,on,sets", help="train stack settings to count (default off,on,sets)")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--divide", type=int, default=64)
+    p.add_argument("--gpu", choices=sorted(GPUS), default="h200", help="the roofline's peak rates (default h200)")
+    p.add_argument("--epochs", type=int, default=20000, help="epochs per run in the summary (default 20000)")
     args = p.parse_args()
     torch.set_num_threads(1)
+    warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")  # the caches off, above
+    stacks = args.stack.split(",")
+    kernels_total = dict.fromkeys(stacks, 0.0)
+    gflop_total, gb_total = dict.fromkeys(stacks, 0.0), dict.fromkeys(stacks, 0.0)
+    roofline_total = {(stack, gpu): 0.0 for stack in stacks for gpu in GPUS}  # seconds per epoch of every run
     for case in case_names(args.cases):
         path = os.path.join(HERE, "cases", f"{case}.pinn")
-        for method in args.methods.split(","):
-            for stack in args.stack.split(","):
+        for stack in stacks:
+            full = Trainer(apply_overrides(load(path), {"device": "cpu", "compile": "on", "stack": stack}))
+            gflop, gb, gb_products = arithmetic_and_traffic(full)
+            roofline = {gpu: roofline_seconds(gflop, gb, gb_products, gpu) for gpu in GPUS}
+            for method in args.methods.split(","):
                 overrides = {"points": small_points(path, args.divide), "compile": "on", "device": "cpu",
-                             "stack": stack, "epochs": str(5 + args.steps), "validate": f"test every {5 + args.steps}",
-                             **method_settings(method)}
+                             "stack": stack, "epochs": str(5 + args.steps),
+                             "validate": f"test every {5 + args.steps}", **method_settings(method)}
                 trainer = Trainer(apply_overrides(load(path), overrides))
                 kernels, products = count(trainer, args.steps)
-                full = Trainer(apply_overrides(load(path), {"device": "cpu", "stack": stack,
-                                                            **method_settings(method)}))
+                kernels_total[stack] += kernels + products
+                gflop_total[stack] += gflop
+                gb_total[stack] += gb
+                for gpu in GPUS:
+                    roofline_total[stack, gpu] += roofline[gpu]
                 print(f"{CASES[case].label:12s} {method:11s} stack {stack:4s} {trainer.execution.current:15s} "
                       f"fused kernels {kernels:5.0f}  matrix products {products:5.0f}  total {kernels + products:5.0f}"
-                      f"  GFLOP {gigaflops(full):6.1f}", flush=True)
-
+                      f"  GFLOP {gflop:6.1f}  GB {gb:6.3f} (products {gb_products:6.3f})"
+                      f"  roofline {roofline[args.gpu] * 1e6:6.0f} us on {args.gpu}", flush=True)
+    for stack in stacks:
+        print(f"stack {stack}: one epoch of every run above: {kernels_total[stack]:.0f} kernels, "
+              f"{gflop_total[stack]:.0f} GFLOP, {gb_total[stack]:.1f} GB")
+    for gpu, (tflops, tbs) in GPUS.items():
+        floors = ", ".join(f"{stack} {roofline_total[stack, gpu] * args.epochs:.0f} s" for stack in stacks)
+        print(f"{args.epochs} epochs of every run above at the roofline of {gpu} ({tflops:g} TFLOP/s, {tbs:g} TB/s): "
+              f"{floors}")
 
 if __name__ == "__main__":
     main()

@@ -372,7 +372,8 @@ class CompiledProblem:
           the same arithmetic;
         * ``sets``: ``on``, and the compiled step evaluates the network once over every point set together
           (`all_set_residuals`) and pulls all m tasks back in one batched pass: 31-65 % of ``on``'s kernels for
-          2.0-3.3 times its arithmetic (PINNacle's cases: docs/results.md, "What limits the GPU run")."""
+          2.0-3.3 times its arithmetic and 1.8-3.1 times its memory traffic (PINNacle's cases: docs/results.md,
+          "What limits the GPU run")."""
         if self.stack == "auto":
             return "on" if torch.device(device).type == "cuda" else "off"
         return self.stack

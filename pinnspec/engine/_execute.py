@@ -155,11 +155,14 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     t = problem.ir.training
     compile_setting, engine = t.setting("compile"), t.setting("engine")
     weights = f"weights {t.weights} -> " if t.weights.name != "none" else ""
-    stack = "" if engine == "autograd" else f", stack = {problem.stacking(device)}"
+    stacking = problem.stacking(device)
+    stack = "" if engine == "autograd" else f", stack = {stacking}"
     header = (f"how a step of '{problem.ir.name}' runs (compile = {compile_setting}, engine = {engine}{stack}, "
               f"{device.type}, grouping {grouping}: {num_losses} losses; chain {weights}{t.surgery} -> "
               f"{t.optimizer} -> {t.align}):")
-    eager = Candidate(EAGER, "losses and G by autograd, one backward pass per task; the chain eagerly")
+    # `stack = sets` (one network pass over every set) is a form of the compiled step's `FusedGradients`
+    sets_note = "; rows stacked as stack = on does (sets: compiled steps only)" if stacking == "sets" else ""
+    eager = Candidate(EAGER, f"losses and G by autograd, one backward pass per task; the chain eagerly{sets_note}")
     hessian = ("eager (the estimate needs double backward through the losses)" if chain.uses_hessian else None)
     if compile_setting == "off":
         return ExecutionPlan((eager,), (("compiled", "compile = off (the default)"),), header=header,
@@ -185,7 +188,8 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
                      "(double backward does not compile); the other steps are compiled")
     fused = not problem.model_terms(model)
     losses_how = ("every point set's losses and G as one graph" if fused else
-                  "one graph per point set (the network adds its own loss term), one backward pass per task")
+                  "one graph per point set (the network adds its own loss term), one backward pass per task"
+                  + sets_note)
     candidates, not_taken = [], []
     one = ONE_CUDA_GRAPH if cuda_graphs else ONE_GRAPH
     if not chain.compiles:
@@ -207,7 +211,7 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
         candidates.append(Candidate(TWO_GRAPHS, f"{losses_how}; the update chain compiled apart"))
     candidates.append(Candidate(LOSSES_COMPILED, f"{losses_how}; the update chain eagerly"))
     candidates.append(Candidate(EAGER, "losses and G eagerly by the forward engine (what a failed compile "
-                                       "falls back to: the same values)"))
+                                       f"falls back to: the same values){sets_note}"))
     return ExecutionPlan(tuple(candidates), tuple(not_taken), tuple(notes), mode=mode, engine="forward",
                          hessian_steps=hessian, header=header)
 

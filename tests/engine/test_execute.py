@@ -71,6 +71,17 @@ def test_a_set_that_feeds_two_tasks_is_one_graph_and_a_networks_own_loss_term_is
     assert "one graph per point set" in plan.candidates[0].reason
 
 
+@pytest.mark.parametrize("stack", ["on", "sets"])
+def test_the_plan_says_an_eager_step_does_not_take_stack_sets(stack):
+    """``stack = sets`` is a form of the compiled step; an eager step stacks the rows only, as ``on`` does."""
+    for compile_setting in ["off", "on"]:
+        plan = _plan(BURGERS, compile=compile_setting, stack=stack)
+        eager = next(c for c in plan.candidates if c.name == "eager")
+        assert f"stack = {stack}" in plan.header
+        assert ("sets: compiled steps only" in eager.reason) == (stack == "sets")
+        assert all("compiled steps only" not in c.reason for c in plan.candidates if c.name != "eager")
+
+
 @pytest.mark.parametrize("part, after", [("step", "two graphs"), ("chain", "losses compiled, chain eager"),
                                          ("losses", "eager")])
 def test_a_failed_part_demotes_to_the_next_candidate_without_it(part, after):
