@@ -67,6 +67,10 @@ class TorchPointSet:
 class Points:
     epoch: int
     sets: list[TorchPointSet]
+    block: int | None = None  # the resampling block they were drawn for (`CompiledProblem.sample`)
+    #: set index -> the host points (float64) an adaptive sampler chose for it: what a checkpoint keeps, so that
+    #: a resumed run goes on with the points the model chose then (None without an adaptive sampler)
+    adaptive: dict[int, np.ndarray] | None = None
 
 
 @dataclass
@@ -215,17 +219,40 @@ class CompiledProblem:
 
     # ================================================================== points
     def sample(self, epoch: int, seed: int | None = None, *, device="cpu", dtype=torch.float32,
-               residual=None, block: int | None = None) -> Points:
+               residual=None, block: int | None = None, adaptive: dict[int, np.ndarray] | None = None) -> Points:
         """The points of ``epoch`` as tensors: a pure function of seed and epoch, except the equation sets
         of an adaptive sampler (``rad``, ``rard``, ``r3``), which follow ``residual(set_index, x [n, d]) ->
         |r| [n]`` (:meth:`residual_function` of the model at this epoch) from the first resampling on.
         Without ``residual`` every set is its sampler's base draw.  ``block`` replaces the resampling block
-        of ``epoch`` (`PointPlan.sample`)."""
+        of ``epoch`` (`PointPlan.sample`).  ``adaptive``: the adaptive sets' points of this block as an earlier
+        draw chose them (``Points.adaptive``, kept in a checkpoint), taken as they are."""
         seed = self.seed if seed is None else int(seed)
+        block = self.point_plan.block(int(epoch)) if block is None else int(block)
         sets = self.point_plan.sample(seed, int(epoch), block)
-        if residual is not None and self.adaptive is not None:
-            sets = self.adapted(seed, int(epoch), sets, residual, block)
-        return self.points(epoch, sets, device=device, dtype=dtype)
+        chosen = None
+        if self.adaptive is not None and (residual is not None or adaptive is not None):
+            if adaptive is None:
+                sets = self.adapted(seed, int(epoch), sets, residual, block)
+            else:
+                sets = [PointSet(np.ascontiguousarray(adaptive[index], dtype=np.float64))
+                        if index in self.adaptive_sets else s for index, s in enumerate(sets)]
+            chosen = {index: sets[index].x for index in self.adaptive_sets}
+        points = self.points(epoch, sets, device=device, dtype=dtype)
+        points.block, points.adaptive = block, chosen
+        return points
+
+    def adaptive_state(self) -> dict:
+        """What the adaptive sampler starts its next block from (`adapted`), as a checkpoint holds it: set
+        index (str) -> {seed, block, before [n, d], after [n', d]} (float64 tensors)."""
+        return {str(index): {"seed": seed, "block": block, "before": torch.from_numpy(before),
+                             "after": torch.from_numpy(after)}
+                for index, (seed, block, before, after) in self._adaptive_history.items()}
+
+    def load_adaptive_state(self, state: dict) -> None:
+        """The inverse of :meth:`adaptive_state`."""
+        self._adaptive_history = {
+            int(index): (int(h["seed"]), int(h["block"]), h["before"].numpy(), h["after"].numpy())
+            for index, h in state.items()}
 
     def adapted(self, seed: int, epoch: int, sets: list[PointSet], residual, block: int | None = None) -> list[PointSet]:
         """``sets`` (the point plan's draws of ``epoch``) with the adaptive sets redrawn by the spec's adaptive

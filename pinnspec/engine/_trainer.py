@@ -390,13 +390,14 @@ class Trainer:
         else:
             self.qn = self.qn_state = self.objective = self._fixed_points = None
 
-    def _stage_objective(self, epoch: int) -> None:
+    def _stage_objective(self, epoch: int, points=None) -> None:
         """A quasi-Newton stage's points for ``epoch`` and its objective on them: the points drawn at the
-        stage's first epoch, or (``resample = N``) at the first epoch of the N-epoch block holding ``epoch``."""
+        stage's first epoch, or (``resample = N``) at the first epoch of the N-epoch block holding ``epoch``
+        (``points``: those, as a checkpoint kept them)."""
         k, start = self.stage_index, self.stage_starts[self.stage_index]
         every = self.stages[k].resample
         first = start + (epoch - start) // every * every if every else start
-        self._fixed_points = self._sample(first, None if first == start else SECOND_ORDER_BLOCKS + first)
+        self._fixed_points = points or self._sample(first, None if first == start else SECOND_ORDER_BLOCKS + first)
         self.objective = SummedObjective(self.problem, self.model, self.params, self._fixed_points,
                                          self.grouping.name, self.state.weights, self.plan.engine,
                                          self.condition_names)
@@ -469,8 +470,9 @@ class Trainer:
     def _draw_ahead(self, epoch: int) -> None:
         """Draw the next epoch's points now, if they are new, so that the host's sampling (and the
         copy to the device) overlaps the device's work on this step's losses and gradients instead of
-        following the step's synchronisation.  Points are a pure function of (seed, epoch): the same
-        points either way."""
+        following the step's synchronisation.  Points are a pure function of (seed, epoch), the same either
+        way, except an adaptive sampler's: those follow the model at this step's start (docs/sampling.md,
+        "Which model"), and a checkpoint keeps them (`_adaptive_state`)."""
         following = epoch + 1
         block = self.problem.point_plan.block(following)
         if following >= self.epochs or block == self._points_block or following in self.stage_starts:
@@ -914,7 +916,33 @@ class Trainer:
             "validations": self.validations,
             "elapsed": self.elapsed,
             "lowest_loss": self.lowest_loss,
+            **({"adaptive": self._adaptive_state()} if self.problem.adaptive is not None else {}),
         }
+
+    def _adaptive_state(self) -> dict:
+        """An adaptive sampler's part of a checkpoint: what its next block starts from, and the points the run
+        holds (this block's, the next block's drawn ahead, a quasi-Newton stage's), which the model chose when
+        they were drawn and so cannot be drawn again from (seed, epoch)."""
+        held = {"current": self._points, "ahead": self._next_points and self._next_points[1],
+                "fixed": self._fixed_points}
+        return {"history": self.problem.adaptive_state(),
+                "held": {role: {"epoch": p.epoch, "block": p.block,
+                                "points": {str(i): torch.from_numpy(x) for i, x in p.adaptive.items()}}
+                         for role, p in held.items() if p is not None and p.adaptive is not None}}
+
+    def _load_adaptive_state(self, state: dict) -> dict:
+        """Restores `_adaptive_state`: the sampler's history, this block's and the next block's points; returns
+        the points of the roles held, as the run held them (a quasi-Newton stage's: ``fixed``)."""
+        self.problem.load_adaptive_state(state["history"])
+        held = {role: self.problem.sample(entry["epoch"], self.seed, device=self.device, dtype=self.dtype,
+                                          block=entry["block"],
+                                          adaptive={int(i): x.numpy() for i, x in entry["points"].items()})
+                for role, entry in state["held"].items()}
+        if "current" in held:
+            self._points, self._points_block = held["current"], held["current"].block
+        if "ahead" in held:
+            self._next_points = (held["ahead"].block, held["ahead"])
+        return held
 
     def load_state_dict(self, state: dict) -> None:
         self.epoch = state["epoch"]
@@ -939,17 +967,18 @@ class Trainer:
         self.lowest_loss = state.get("lowest_loss")  # absent in checkpoints written before the blow-up check
         if self.attention is not None:
             self.attention = _to_device(dict(state["attention"]), self.device)
+        held = self._load_adaptive_state(state["adaptive"]) if "adaptive" in state else {}
         if self.qn is not None:
-            # the points of the block the run resumes in, drawn with the loaded model (adaptive samplers: see
-            # docs/sampling.md), and the objective's frozen causal weights of the run
-            self._stage_objective(self.epoch)
+            # the points of the block the run resumes in (drawn again from (seed, epoch), or an adaptive
+            # sampler's as the checkpoint kept them), and the objective's frozen causal weights of the run
+            self._stage_objective(self.epoch, held.get("fixed"))
             saved = _to_device(state["quasi_newton"], self.device)
             self.objective.unit.causal_weights = saved["causal"]
             self.qn_state = self.qn.load_state_dict(saved)
             self.qn_failures, self.qn_stopped = int(saved["failures"]), saved["stopped"] or None
-            if self.problem.adaptive is not None:
-                # adaptive points drawn anew from the loaded model are not the saved state's: f and its gradient
-                # there, as at a resampling (a stale f would fail every line search)
+            if self.problem.adaptive is not None and "fixed" not in held:
+                # a checkpoint written before checkpoints kept adaptive points: these were drawn anew from the
+                # loaded model, so f and its gradient there, as at a resampling (a stale f fails line searches)
                 self.qn_state = self.qn.restarted(self.objective, self._theta_flat(), self.qn_state)
                 self.qn_failures, self.qn_stopped = 0, None
 

@@ -1,5 +1,6 @@
-"""Resuming a run whose points come from an adaptive sampler: a known gap (the checkpoint does not hold the
-sampler's history), kept as a strict xfail beside the same procedure with a plain sampler, which passes."""
+"""Resuming a run whose points come from an adaptive sampler: the checkpoint holds the sampler's history and the
+points the run holds (chosen by the model when they were drawn), so a stopped run resumes bit for bit, as with a
+plain sampler."""
 
 from pathlib import Path
 
@@ -21,30 +22,38 @@ validate 50 every 10
 model     mlp(width = 8, depth = 2)
 optimizer adam(lr = 5e-3)
 schedule  constant
-train     epochs = {epochs}, seed = 0, device = cpu, checkpoint_every = 10
+train     epochs = 30, seed = 0, device = cpu, checkpoint_every = 10
 """
 
 
-def _final_model(tmp_path, sampler: str) -> tuple[dict, dict]:
-    """(the model after 30 epochs straight, the model after 15 epochs then resumed to 30)."""
-    straight = Trainer(loads(SPEC.format(sampler=sampler, epochs=30)), str(tmp_path / "straight"))
+def _straight_and_resumed(tmp_path, sampler: str, stop_at: int) -> tuple[Trainer, Trainer]:
+    """(30 epochs straight, 30 epochs stopped after epoch ``stop_at`` and resumed from its checkpoint)."""
+    straight = Trainer(loads(SPEC.format(sampler=sampler)), str(tmp_path / "straight"))
     straight.run()
-    first = Trainer(loads(SPEC.format(sampler=sampler, epochs=15)), str(tmp_path / "first"))
-    first.run()
-    resumed = Trainer(loads(SPEC.format(sampler=sampler, epochs=30)), str(tmp_path / "resumed"))
+    first = Trainer(loads(SPEC.format(sampler=sampler)), str(tmp_path / "first"))
+    step = first.step
+
+    def stopping_step(epoch):  # as Ctrl-C does: the epoch finishes, the run checkpoints and stops
+        row = step(epoch)
+        first._stop_requested = epoch + 1 == stop_at
+        return row
+
+    first.step = stopping_step
+    assert first.run().status == "interrupted"
+    resumed = Trainer(loads(SPEC.format(sampler=sampler)), str(tmp_path / "first"))
     resumed.load_state_dict(load_checkpoint(str(tmp_path / "first" / "checkpoint.pt")))
+    assert resumed.epoch == stop_at
     resumed.run()
-    return straight.model.state_dict(), resumed.model.state_dict()
+    return straight, resumed
 
 
-def test_resume_with_a_plain_sampler_is_exact(tmp_path):
-    a, b = _final_model(tmp_path, "uniform")
+@pytest.mark.parametrize("stop_at", [15, 17], ids=["at a resampling (drawn ahead)", "inside a block"])
+@pytest.mark.parametrize("sampler", ["uniform", "rad", "rard(add = 20)", "r3"])
+def test_a_stopped_run_resumes_bit_for_bit(tmp_path, sampler, stop_at):
+    straight, resumed = _straight_and_resumed(tmp_path, sampler, stop_at)
+    a, b = straight.model.state_dict(), resumed.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
-
-
-@pytest.mark.xfail(strict=True, reason="a checkpoint does not hold an adaptive sampler's history: the resumed run "
-                                       "redraws from the model at the resume epoch (docs/reference.md, resample)")
-@pytest.mark.parametrize("sampler", ["rad", "rard(add = 20)", "r3"])
-def test_resume_with_an_adaptive_sampler_is_exact(tmp_path, sampler):
-    a, b = _final_model(tmp_path, sampler)
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert [row["loss"] for row in straight.history] == [row["loss"] for row in resumed.history]
+    assert torch.equal(straight._points.sets[0].x, resumed._points.sets[0].x)  # the last block's points
+    if sampler != "uniform":
+        assert len(straight._points.sets[0].x) == (200 if sampler.startswith("rard") else 100)  # rard: 5 x 20 added

@@ -40,8 +40,12 @@ LBFGS_STAGE = "stage lbfgs(history = 10, max_evals = 10) epochs = 12, dtype = fl
 SSBROYDEN_STAGE = "stage ssbroyden(max_evals = 10) epochs = 12, dtype = float64, resample = 4"
 
 
-def _spec(weights: str = "", second: str = LBFGS_STAGE):
-    return loads(SPEC.format(weights=weights, second=second))
+#: the equation points from `rad`, redrawn from the model's residual every 10 epochs of the first stage
+RAD = "sampler rad(k = 1, c = 1)\nresample every 10\n"
+
+
+def _spec(weights: str = "", second: str = LBFGS_STAGE, sampler: str = ""):
+    return loads(SPEC.replace("points pde", sampler + "points pde").format(weights=weights, second=second))
 
 
 def _history(run_dir) -> list[dict]:
@@ -82,14 +86,18 @@ def test_the_switch_loads_the_best_checkpoint(tmp_path):
     assert all(torch.equal(seen["model"][k], seen["best"][k].to(torch.float64)) for k in seen["model"])
 
 
-@pytest.mark.parametrize("stop_at, second, weights", [
-    (20, LBFGS_STAGE, "weights gradnorm(every = 10)"),
-    (35, LBFGS_STAGE, "weights gradnorm(every = 10)"),
-    (35, SSBROYDEN_STAGE, "causal pde(eps = 5, chunks = 4)"),  # new points at 34 and 38
-    (35, SSBROYDEN_STAGE.replace("resample = 4", "resample = 5"), "causal pde(eps = 5, chunks = 4)"),  # new points at 35
-], ids=["inside adam", "inside lbfgs", "inside ssbroyden", "at a resampling of ssbroyden"])
-def test_resume_inside_a_stage_is_bit_identical(tmp_path, stop_at, second, weights):
-    straight = Trainer(_spec(weights, second), str(tmp_path / "straight"))
+@pytest.mark.parametrize("stop_at, second, weights, sampler", [
+    (20, LBFGS_STAGE, "weights gradnorm(every = 10)", ""),
+    (35, LBFGS_STAGE, "weights gradnorm(every = 10)", ""),
+    (35, SSBROYDEN_STAGE, "causal pde(eps = 5, chunks = 4)", ""),  # new points at 34 and 38
+    (35, SSBROYDEN_STAGE.replace("resample = 4", "resample = 5"), "causal pde(eps = 5, chunks = 4)", ""),  # at 35
+    (25, LBFGS_STAGE, "", RAD),  # rad points drawn at 20 from the model
+    (35, SSBROYDEN_STAGE, "", RAD),  # the stage's rad points drawn at 34 from the model
+], ids=["inside adam", "inside lbfgs", "inside ssbroyden", "at a resampling of ssbroyden", "inside adam, rad",
+        "inside ssbroyden, rad"])
+def test_resume_inside_a_stage_is_bit_identical(tmp_path, stop_at, second, weights, sampler):
+    """Adaptive points (`rad`) depend on the model when they were drawn: the checkpoint keeps them."""
+    straight = Trainer(_spec(weights, second, sampler), str(tmp_path / "straight"))
     straight.run()
     holder = {}
 
@@ -97,11 +105,12 @@ def test_resume_inside_a_stage_is_bit_identical(tmp_path, stop_at, second, weigh
         if line.startswith(f"epoch {stop_at}/"):
             holder["trainer"]._stop_requested = True
 
-    first = holder["trainer"] = Trainer(_spec(weights, second), str(tmp_path / "first"), log=stop)
+    first = holder["trainer"] = Trainer(_spec(weights, second, sampler), str(tmp_path / "first"), log=stop)
     assert first.run().status == "interrupted"
     saved = load_checkpoint(str(tmp_path / "first" / "checkpoint.pt"))
     assert saved["epoch"] == stop_at and saved["stage"] == (1 if stop_at > 30 else 0)
-    resumed = Trainer(_spec(weights, second), str(tmp_path / "first"))
+    assert ("adaptive" in saved) == bool(sampler)
+    resumed = Trainer(_spec(weights, second, sampler), str(tmp_path / "first"))
     resumed.load_state_dict(saved)
     resumed.run()
     a, b = straight.model.state_dict(), resumed.model.state_dict()
@@ -234,23 +243,25 @@ def test_set_stage_on_a_spec_without_stages_replaces_its_optimizer_and_epochs():
     assert "train grouping = three, seed = 0" in spec.source  # the other train settings kept
 
 
-def test_resume_inside_a_quasi_newton_stage_with_adaptive_points_goes_on_moving(tmp_path):
-    """A resumed run draws adaptive points anew from the loaded model (docs/sampling.md): the stage evaluates f
-    and its gradient on them instead of keeping the checkpoint's, whose stale f would fail every line search."""
-    spec = SPEC.replace("points pde 100", "sampler rad(k = 1, c = 1)\nresample every 10\npoints pde 100")
+def test_a_checkpoint_without_adaptive_points_restarts_the_quasi_newton_stage_on_new_ones(tmp_path):
+    """A checkpoint written before checkpoints kept adaptive points (emulated: its `adaptive` entry removed): the
+    stage's points are drawn anew from the loaded model, and f and its gradient are evaluated there instead of
+    keeping the checkpoint's, whose stale f would fail every line search."""
+    spec = _spec("", SSBROYDEN_STAGE, RAD)
     holder = {}
 
     def stop(line):
         if line.startswith("epoch 35/"):
             holder["trainer"]._stop_requested = True
 
-    first = holder["trainer"] = Trainer(loads(spec.format(weights="", second=SSBROYDEN_STAGE)), str(tmp_path / "run"),
-                                        log=stop)
+    first = holder["trainer"] = Trainer(spec, str(tmp_path / "run"), log=stop)
     assert first.run().status == "interrupted"
-    resumed = Trainer(loads(spec.format(weights="", second=SSBROYDEN_STAGE)), str(tmp_path / "run"))
-    resumed.load_state_dict(load_checkpoint(str(tmp_path / "run" / "checkpoint.pt")))
+    saved = load_checkpoint(str(tmp_path / "run" / "checkpoint.pt"))
+    del saved["adaptive"]
+    resumed = Trainer(spec, str(tmp_path / "run"))
+    resumed.load_state_dict(saved)
     f, _ = resumed.objective(resumed._theta_flat())
-    assert float(resumed.qn_state.loss) == float(f)  # the state's f is the objective's on the new points
+    assert float(resumed.qn_state.loss) == float(f) != float(first.qn_state.loss)  # f on the new points
     resumed.run()
     assert resumed.qn_stopped is None
     assert all(row["lr"] > 0 for row in resumed.history[35:38])  # accepted steps right after the resume
