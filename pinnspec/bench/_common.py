@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gc
+import io
 import math
 import os
 import platform
@@ -15,6 +16,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__
+from .._files import atomic_write_text
 from .._malloc import SETTINGS as MALLOC_SETTINGS
 from .._malloc import tune_allocator
 from ._args import nonnegative, positive
@@ -248,11 +250,13 @@ class Table:
 
 
 def write_csv(path: str | os.PathLike, columns: list[str], rows: list[dict]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: _csv_value(row.get(k)) for k in columns})
+    """A bench's table, every float in full (``repr``), written atomically."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, extrasaction="ignore", lineterminator="\r\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: _csv_value(row.get(k)) for k in columns})
+    atomic_write_text(os.fspath(path), buffer.getvalue())
 
 
 def _csv_value(value):
@@ -267,7 +271,7 @@ def write_markdown(path: str | os.PathLike, title: str, env: dict, sections: lis
     lines = [f"# {title}", ""] + [f"* {line}" for line in environment_lines(env)] + [""]
     for section in sections:
         lines += [section, ""]
-    Path(path).write_text("\n".join(lines), encoding="utf-8")
+    atomic_write_text(os.fspath(path), "\n".join(lines))
 
 
 def ms(seconds: float, digits: int = 2) -> str:
