@@ -27,7 +27,8 @@ run: setup
 	$(BIN)/pinnspec compare runs/main/config-gua runs/main/config --out runs/main/comparison.png
 
 # One worker per core (pytest-xdist), each with one torch thread: two multi-threaded torch processes on
-# the same cores slow each other down many times over.
+# the same cores slow each other down many times over.  tests/conftest.py compiles the CPU kernels without
+# SIMD (TORCHINDUCTOR_VEC_ISA_OK=0 unless set): the suite checks pinnspec's graphs, and those compile faster.
 test: setup
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n auto --dist worksteal
 

@@ -936,7 +936,7 @@ class Trainer:
         self.problem.load_adaptive_state(state["history"])
         held = {role: self.problem.sample(entry["epoch"], self.seed, device=self.device, dtype=self.dtype,
                                           block=entry["block"],
-                                          adaptive={int(i): x.numpy() for i, x in entry["points"].items()})
+                                          adaptive={int(i): x.cpu().numpy() for i, x in entry["points"].items()})
                 for role, entry in state["held"].items()}
         if "current" in held:
             self._points, self._points_block = held["current"], held["current"].block

@@ -93,8 +93,9 @@ def test_the_switch_loads_the_best_checkpoint(tmp_path):
     (35, SSBROYDEN_STAGE.replace("resample = 4", "resample = 5"), "causal pde(eps = 5, chunks = 4)", ""),  # at 35
     (25, LBFGS_STAGE, "", RAD),  # rad points drawn at 20 from the model
     (35, SSBROYDEN_STAGE, "", RAD),  # the stage's rad points drawn at 34 from the model
+    (35, SSBROYDEN_STAGE.replace("resample = 4", "resample = 5"), "", RAD),  # ... and at 35, after the resume
 ], ids=["inside adam", "inside lbfgs", "inside ssbroyden", "at a resampling of ssbroyden", "inside adam, rad",
-        "inside ssbroyden, rad"])
+        "inside ssbroyden, rad", "at a resampling of ssbroyden, rad"])
 def test_resume_inside_a_stage_is_bit_identical(tmp_path, stop_at, second, weights, sampler):
     """Adaptive points (`rad`) depend on the model when they were drawn: the checkpoint keeps them."""
     straight = Trainer(_spec(weights, second, sampler), str(tmp_path / "straight"))
