@@ -17,8 +17,14 @@ The roofline time of a step on ``--gpu`` (NVIDIA's datasheet figures: float32 wi
 bandwidth) is the matrix products at the larger of their arithmetic and their traffic, plus the other kernels'
 traffic, each at the peak rate: a floor for the step's GPU time, whatever the launching costs.
 
+``--measure host`` times instead the whole training step (`Trainer.step`: the compiled graph's call and guards,
+the one fetch of the step's values, the history row) at 4 points per set, where the kernels themselves take
+little: the host's share of a step, less the GPU's launch calls, with the summary the host time of every run's
+``--epochs`` epochs over ``--cores`` cores.
+
     OMP_NUM_THREADS=1 python benchmarks/pinnacle/count_kernels.py [--cases all] [--methods adam,config,config+gua]
-           [--stack off,on,sets] [--steps 10] [--divide 64] [--gpu h200|h100-sxm|h100-pcie] [--epochs 20000]
+           [--stack off,on,sets] [--measure kernels,traffic,host] [--steps 10] [--divide 64]
+           [--gpu h200|h100-sxm|h100-pcie] [--epochs 20000] [--cores 16]
 
 Prints one line per case, method and stack setting: the strategy the step ran by, the fused kernels and the
 matrix products per step, their sum, GFLOP and GB per step and the roofline microseconds on ``--gpu``; then, per
@@ -33,6 +39,8 @@ import cProfile
 import logging
 import os
 import re
+import statistics
+import time
 import warnings
 
 import torch
@@ -51,6 +59,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PRODUCTS = {"<built-in method torch.mm>", "<built-in method torch.addmm>", "<built-in method torch.bmm>"}
 #: float32 TFLOP/s (no tensor cores) and HBM TB/s, NVIDIA's datasheets
 GPUS = {"h200": (67.0, 4.8), "h100-sxm": (67.0, 3.35), "h100-pcie": (51.0, 2.0)}
+#: the host-time measurement's points: every count divided by HOST_DIVIDE, at least HOST_POINTS per set
+HOST_POINTS, HOST_DIVIDE = 4, 10 ** 9
 
 
 def small_points(path: str, divide: int) -> str:
@@ -58,7 +68,7 @@ def small_points(path: str, divide: int) -> str:
     with open(path, encoding="utf-8") as fh:
         statement = re.search(r"^points (.*)$", fh.read(), re.M).group(1).split("#")[0]
     pairs = (item.split() for item in statement.split(","))
-    return ", ".join(f"{name} {max(4, int(count) // divide)}" for name, count in pairs)
+    return ", ".join(f"{name} {max(HOST_POINTS, int(count) // divide)}" for name, count in pairs)
 
 
 def count(trainer: Trainer, steps: int) -> tuple[float, float]:
@@ -78,6 +88,18 @@ def count(trainer: Trainer, steps: int) -> tuple[float, float]:
         elif name in PRODUCTS:
             products += calls
     return kernels / steps, products / steps
+
+
+def host_seconds(trainer: Trainer, steps: int) -> float:
+    """The median wall time of one step over ``steps`` steps, after five to compile and warm up."""
+    for epoch in range(5):
+        trainer.step(epoch)
+    times = []
+    for epoch in range(5, 5 + steps):
+        start = time.perf_counter()
+        trainer.step(epoch)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def compiled_traffic(compiled, *args) -> tuple[float, float]:
@@ -123,45 +145,77 @@ def main() -> None:
     p.add_argument("--cases", default="all")
     p.add_argument("--methods", default="adam,config,config+gua")
     p.add_argument("--stack", default="off,on,sets", help="train stack settings to count (default off,on,sets)")
+    p.add_argument("--measure", default="kernels,traffic",
+                   help="kernels, traffic (arithmetic, traffic, roofline) and host (the step's host time at "
+                        f"{HOST_POINTS} points per set); default kernels,traffic")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--divide", type=int, default=64)
     p.add_argument("--gpu", choices=sorted(GPUS), default="h200", help="the roofline's peak rates (default h200)")
     p.add_argument("--epochs", type=int, default=20000, help="epochs per run in the summary (default 20000)")
+    p.add_argument("--cores", type=int, default=16, help="the GPU machine's host cores, for the host summary")
     args = p.parse_args()
+    measure = set(args.measure.split(","))
+    if not measure or measure - {"kernels", "traffic", "host"}:
+        p.error(f"--measure takes kernels, traffic and host, not {args.measure!r}")
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")  # the caches off, above
     stacks = args.stack.split(",")
     kernels_total = dict.fromkeys(stacks, 0.0)
     gflop_total, gb_total = dict.fromkeys(stacks, 0.0), dict.fromkeys(stacks, 0.0)
     roofline_total = {(stack, gpu): 0.0 for stack in stacks for gpu in GPUS}  # seconds per epoch of every run
+    host_total = dict.fromkeys(stacks, 0.0)  # host seconds per epoch of every run
     for case in case_names(args.cases):
         path = os.path.join(HERE, "cases", f"{case}.pinn")
         for stack in stacks:
-            full = Trainer(apply_overrides(load(path), {"device": "cpu", "compile": "on", "stack": stack}))
-            gflop, gb, gb_products = arithmetic_and_traffic(full)
-            roofline = {gpu: roofline_seconds(gflop, gb, gb_products, gpu) for gpu in GPUS}
+            if "traffic" in measure:
+                full = Trainer(apply_overrides(load(path), {"device": "cpu", "compile": "on", "stack": stack}))
+                gflop, gb, gb_products = arithmetic_and_traffic(full)
+                roofline = {gpu: roofline_seconds(gflop, gb, gb_products, gpu) for gpu in GPUS}
             for method in args.methods.split(","):
-                overrides = {"points": small_points(path, args.divide), "compile": "on", "device": "cpu",
-                             "stack": stack, "epochs": str(5 + args.steps),
-                             "validate": f"test every {5 + args.steps}", **method_settings(method)}
-                trainer = Trainer(apply_overrides(load(path), overrides))
-                kernels, products = count(trainer, args.steps)
-                kernels_total[stack] += kernels + products
-                gflop_total[stack] += gflop
-                gb_total[stack] += gb
-                for gpu in GPUS:
-                    roofline_total[stack, gpu] += roofline[gpu]
-                print(f"{CASES[case].label:12s} {method:11s} stack {stack:4s} {trainer.execution.current:15s} "
-                      f"fused kernels {kernels:5.0f}  matrix products {products:5.0f}  total {kernels + products:5.0f}"
-                      f"  GFLOP {gflop:6.1f}  GB {gb:6.3f} (products {gb_products:6.3f})"
-                      f"  roofline {roofline[args.gpu] * 1e6:6.0f} us on {args.gpu}", flush=True)
+                line = [f"{CASES[case].label:12s} {method:11s} stack {stack:4s}"]
+
+                def trainer_at(divide: int) -> Trainer:
+                    overrides = {"points": small_points(path, divide), "compile": "on", "device": "cpu",
+                                 "stack": stack, "epochs": str(5 + args.steps),
+                                 "validate": f"test every {5 + args.steps}", **method_settings(method)}
+                    return Trainer(apply_overrides(load(path), overrides))
+
+                if "kernels" in measure:
+                    trainer = trainer_at(args.divide)
+                    kernels, products = count(trainer, args.steps)
+                    kernels_total[stack] += kernels + products
+                    line.append(f"{trainer.execution.current:15s} fused kernels {kernels:5.0f}  matrix products "
+                                f"{products:5.0f}  total {kernels + products:5.0f}")
+                if "traffic" in measure:
+                    gflop_total[stack] += gflop
+                    gb_total[stack] += gb
+                    for gpu in GPUS:
+                        roofline_total[stack, gpu] += roofline[gpu]
+                    line.append(f"GFLOP {gflop:6.1f}  GB {gb:6.3f} (products {gb_products:6.3f})"
+                                f"  roofline {roofline[args.gpu] * 1e6:6.0f} us on {args.gpu}")
+                if "host" in measure:
+                    trainer = trainer_at(HOST_DIVIDE)
+                    host = host_seconds(trainer, args.steps)
+                    host_total[stack] += host
+                    line.append(f"{trainer.execution.current:15s} host {host * 1e3:6.2f} ms per step")
+                print("  ".join(line), flush=True)
     for stack in stacks:
-        print(f"stack {stack}: one epoch of every run above: {kernels_total[stack]:.0f} kernels, "
-              f"{gflop_total[stack]:.0f} GFLOP, {gb_total[stack]:.1f} GB")
-    for gpu, (tflops, tbs) in GPUS.items():
-        floors = ", ".join(f"{stack} {roofline_total[stack, gpu] * args.epochs:.0f} s" for stack in stacks)
-        print(f"{args.epochs} epochs of every run above at the roofline of {gpu} ({tflops:g} TFLOP/s, {tbs:g} TB/s): "
-              f"{floors}")
+        if measure & {"kernels", "traffic"}:
+            print(f"stack {stack}: one epoch of every run above: "
+                  + ", ".join(([f"{kernels_total[stack]:.0f} kernels"] if "kernels" in measure else [])
+                              + ([f"{gflop_total[stack]:.0f} GFLOP, {gb_total[stack]:.1f} GB"]
+                                 if "traffic" in measure else [])))
+        if "host" in measure:
+            cpu_seconds = host_total[stack] * args.epochs
+            print(f"stack {stack}: {args.epochs} epochs of every run above take {cpu_seconds:.0f} s of host time "
+                  f"at {HOST_POINTS} points per set: at least {cpu_seconds / args.cores:.0f} s on {args.cores} "
+                  "cores")
+    if "traffic" in measure:
+        for gpu, (tflops, tbs) in GPUS.items():
+            floors = ", ".join(f"{stack} {roofline_total[stack, gpu] * args.epochs:.0f} s" for stack in stacks)
+            print(f"{args.epochs} epochs of every run above at the roofline of {gpu} ({tflops:g} TFLOP/s, "
+                  f"{tbs:g} TB/s): {floors}")
+
 
 if __name__ == "__main__":
     main()

@@ -38,3 +38,20 @@ def test_the_roofline_takes_the_products_at_their_slower_rate_and_the_rest_at_th
     # products bound by traffic: 4 GB at 2 TB/s is 2 ms, more than their 1 ms of arithmetic
     assert count_kernels.roofline_seconds(51.0, 4.0, 4.0, "h100-pcie") == pytest.approx(2e-3)
     assert (tflops, tbs) == (51.0, 2.0)
+
+
+def test_the_host_time_is_the_median_step_after_five_warm_ups(count_kernels):
+    import time
+
+    class Steps:  # a trainer's step, one slow epoch among the timed ones
+        def __init__(self):
+            self.epochs = []
+
+        def step(self, epoch):
+            self.epochs.append(epoch)
+            time.sleep(0.2 if epoch in (0, 7) else 0.001)
+
+    steps = Steps()
+    seconds = count_kernels.host_seconds(steps, 5)
+    assert steps.epochs == list(range(10))
+    assert 0.001 <= seconds < 0.1  # the warm-up and the one slow step leave the median alone
