@@ -3,7 +3,7 @@
 import os
 
 # The suite checks pinnspec's compiled graphs against its eager ones, not inductor's SIMD code: on the CPU,
-# C++ kernels without vector intrinsics generate and compile faster (the cold suite: 6.3 min instead of 7.7
+# C++ kernels without vector intrinsics generate and compile faster (the cold suite: 6.3-6.9 min instead of 7.6
 # on 2 cores).  Set before torch reads it; TORCHINDUCTOR_VEC_ISA_OK=1 runs the suite on vectorised kernels.
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "0")
 
