@@ -59,16 +59,27 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PRODUCTS = {"<built-in method torch.mm>", "<built-in method torch.addmm>", "<built-in method torch.bmm>"}
 #: float32 TFLOP/s (no tensor cores) and HBM TB/s, NVIDIA's datasheets
 GPUS = {"h200": (67.0, 4.8), "h100-sxm": (67.0, 3.35), "h100-pcie": (51.0, 2.0)}
-#: the host-time measurement's points: every count divided by HOST_DIVIDE, at least HOST_POINTS per set
-HOST_POINTS, HOST_DIVIDE = 4, 10 ** 9
+MIN_POINTS = 4  # the fewest points `small_points` leaves a set
+HOST_DIVIDE = 10 ** 9  # the host-time measurement's divisor: every set at MIN_POINTS
 
 
 def small_points(path: str, divide: int) -> str:
-    """The case's ``points`` statement with every count divided by ``divide`` (at least 4)."""
+    """The case's ``points`` statement with every count divided by ``divide`` (at least MIN_POINTS)."""
     with open(path, encoding="utf-8") as fh:
         statement = re.search(r"^points (.*)$", fh.read(), re.M).group(1).split("#")[0]
     pairs = (item.split() for item in statement.split(","))
-    return ", ".join(f"{name} {max(HOST_POINTS, int(count) // divide)}" for name, count in pairs)
+    return ", ".join(f"{name} {max(MIN_POINTS, int(count) // divide)}" for name, count in pairs)
+
+
+def case_trainer(path: str, method: str, stack: str, epochs: int, *, divide: int = 1, device: str = "cpu",
+                 compile: str = "on") -> Trainer:
+    """The case's spec as `pinnspec bench pinnacle` trains it with ``method``, for ``epochs`` epochs validated once at
+    the end, every point count divided by ``divide`` (1: as the case has them)."""
+    overrides = {"compile": compile, "device": device, "stack": stack, "epochs": str(epochs),
+                 "validate": f"test every {epochs}", **method_settings(method)}
+    if divide > 1:
+        overrides["points"] = small_points(path, divide)
+    return Trainer(apply_overrides(load(path), overrides))
 
 
 def count(trainer: Trainer, steps: int) -> tuple[float, float]:
@@ -147,7 +158,7 @@ def main() -> None:
     p.add_argument("--stack", default="off,on,sets", help="train stack settings to count (default off,on,sets)")
     p.add_argument("--measure", default="kernels,traffic",
                    help="kernels, traffic (arithmetic, traffic, roofline) and host (the step's host time at "
-                        f"{HOST_POINTS} points per set); default kernels,traffic")
+                        f"{MIN_POINTS} points per set); default kernels,traffic")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--divide", type=int, default=64)
     p.add_argument("--gpu", choices=sorted(GPUS), default="h200", help="the roofline's peak rates (default h200)")
@@ -173,15 +184,8 @@ def main() -> None:
                 roofline = {gpu: roofline_seconds(gflop, gb, gb_products, gpu) for gpu in GPUS}
             for method in args.methods.split(","):
                 line = [f"{CASES[case].label:12s} {method:11s} stack {stack:4s}"]
-
-                def trainer_at(divide: int) -> Trainer:
-                    overrides = {"points": small_points(path, divide), "compile": "on", "device": "cpu",
-                                 "stack": stack, "epochs": str(5 + args.steps),
-                                 "validate": f"test every {5 + args.steps}", **method_settings(method)}
-                    return Trainer(apply_overrides(load(path), overrides))
-
                 if "kernels" in measure:
-                    trainer = trainer_at(args.divide)
+                    trainer = case_trainer(path, method, stack, 5 + args.steps, divide=args.divide)
                     kernels, products = count(trainer, args.steps)
                     kernels_total[stack] += kernels + products
                     line.append(f"{trainer.execution.current:15s} fused kernels {kernels:5.0f}  matrix products "
@@ -194,7 +198,7 @@ def main() -> None:
                     line.append(f"GFLOP {gflop:6.1f}  GB {gb:6.3f} (products {gb_products:6.3f})"
                                 f"  roofline {roofline[args.gpu] * 1e6:6.0f} us on {args.gpu}")
                 if "host" in measure:
-                    trainer = trainer_at(HOST_DIVIDE)
+                    trainer = case_trainer(path, method, stack, 5 + args.steps, divide=HOST_DIVIDE)
                     host = host_seconds(trainer, args.steps)
                     host_total[stack] += host
                     line.append(f"{trainer.execution.current:15s} host {host * 1e3:6.2f} ms per step")
@@ -208,7 +212,7 @@ def main() -> None:
         if "host" in measure:
             cpu_seconds = host_total[stack] * args.epochs
             print(f"stack {stack}: {args.epochs} epochs of every run above take {cpu_seconds:.0f} s of host time "
-                  f"at {HOST_POINTS} points per set: at least {cpu_seconds / args.cores:.0f} s on {args.cores} "
+                  f"at {MIN_POINTS} points per set: at least {cpu_seconds / args.cores:.0f} s on {args.cores} "
                   "cores")
     if "traffic" in measure:
         for gpu, (tflops, tbs) in GPUS.items():

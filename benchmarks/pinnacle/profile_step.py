@@ -27,12 +27,9 @@ from torch.profiler import ProfilerActivity, profile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from count_kernels import GPUS, arithmetic_and_traffic, roofline_seconds, small_points  # noqa: E402
+from count_kernels import GPUS, arithmetic_and_traffic, case_trainer, roofline_seconds  # noqa: E402
 
-from pinnspec.bench._pinnacle import CASES, case_names, method_settings  # noqa: E402
-from pinnspec.engine import Trainer  # noqa: E402
-from pinnspec.lang import load  # noqa: E402
-from pinnspec.lang._overrides import apply_overrides  # noqa: E402
+from pinnspec.bench._pinnacle import CASES, case_names  # noqa: E402
 
 WARM_UP = 5
 PROFILED = 5
@@ -58,11 +55,8 @@ def main() -> None:
     (case,) = case_names(args.case)
     path = os.path.join(HERE, "cases", f"{case}.pinn")
     epochs = WARM_UP + args.steps + PROFILED
-    overrides = {"device": args.device, "compile": args.compile, "stack": args.stack, "epochs": str(epochs),
-                 "validate": f"test every {epochs}", **method_settings(args.method)}
-    if args.divide > 1:
-        overrides["points"] = small_points(path, args.divide)
-    trainer = Trainer(apply_overrides(load(path), overrides))
+    trainer = case_trainer(path, args.method, args.stack, epochs, divide=args.divide, device=args.device,
+                           compile=args.compile)
     gflop, gb, gb_products = arithmetic_and_traffic(trainer)
     roofline = roofline_seconds(gflop, gb, gb_products, args.gpu)
 
