@@ -257,8 +257,9 @@ class CompiledProblem:
     def adapted(self, seed: int, epoch: int, sets: list[PointSet], residual, block: int | None = None) -> list[PointSet]:
         """``sets`` (the point plan's draws of ``epoch``) with the adaptive sets redrawn by the spec's adaptive
         sampler.  Block 0 keeps the base draw.  In a later block a set starts from its points of the last
-        block drawn before it (`rard`, `r3`; the base draw of this block where none was: a fresh
-        problem, or a checkpoint without `adaptive_state`), and the same block drawn again starts from the same points: equal residuals give equal sets.
+        block drawn before it (`rard`, `r3`; the base draw of this block where none was: a fresh problem,
+        or a checkpoint without `adaptive_state`), and the same block drawn again starts from the same
+        points: equal residuals give equal sets.
         The candidates and choices come from ``default_rng([seed, block, set, ADAPTIVE_STREAM])``."""
         block = self.point_plan.block(epoch) if block is None else int(block)
         sets = list(sets)
