@@ -22,9 +22,13 @@ the one fetch of the step's values, the history row) at 4 points per set, where 
 little: the host's share of a step, less the GPU's launch calls, with the summary the host time of every run's
 ``--epochs`` epochs over ``--cores`` cores.
 
+``--together`` adds, per case, its methods as one group (`pinnspec bench pinnacle --together`: every method's
+losses and G as one batched graph, each method's update chain its own): the kernels, or the host time, of one epoch
+of all of them.
+
     OMP_NUM_THREADS=1 python benchmarks/pinnacle/count_kernels.py [--cases all] [--methods adam,config,config+gua]
            [--stack off,on,sets] [--measure kernels,traffic,host] [--steps 10] [--divide 64]
-           [--gpu h200|h100-sxm|h100-pcie] [--epochs 20000] [--cores 16]
+           [--gpu h200|h100-sxm|h100-pcie] [--epochs 20000] [--cores 16] [--together]
 
 Prints one line per case, method and stack setting: the strategy the step ran by, the fused kernels and the
 matrix products per step, their sum, GFLOP and GB per step and the roofline microseconds on ``--gpu``; then, per
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import logging
 import os
 import re
@@ -50,7 +55,7 @@ from torch._inductor.scheduler import ExternKernelSchedulerNode
 from torch.utils.flop_counter import FlopCounterMode
 
 from pinnspec.bench._pinnacle import CASES, case_names, method_settings
-from pinnspec.engine import Trainer
+from pinnspec.engine import RunGroup, Trainer
 from pinnspec.engine._compiled import FusedGradients
 from pinnspec.lang import load
 from pinnspec.lang._overrides import apply_overrides
@@ -80,6 +85,24 @@ def case_trainer(path: str, method: str, stack: str, epochs: int, *, divide: int
     if divide > 1:
         overrides["points"] = small_points(path, divide)
     return Trainer(apply_overrides(load(path), overrides))
+
+
+class GroupSteps:
+    """A case's methods as one `RunGroup` (``--together``), stepped an epoch at a time like a trainer: the batched
+    losses and G, then each run's step."""
+
+    def __init__(self, path: str, methods: list[str], stack: str, epochs: int, *, divide: int = 1):
+        self.trainers = [case_trainer(path, method, stack, epochs, divide=divide) for method in methods]
+        self.group = RunGroup(self.trainers)
+
+    @property
+    def execution(self):
+        return self.trainers[0].execution
+
+    def step(self, epoch: int) -> None:
+        self.group.prepare(epoch)
+        for trainer in self.trainers:
+            trainer.step(epoch)
 
 
 def count(trainer: Trainer, steps: int) -> tuple[float, float]:
@@ -164,6 +187,9 @@ def main() -> None:
     p.add_argument("--gpu", choices=sorted(GPUS), default="h200", help="the roofline's peak rates (default h200)")
     p.add_argument("--epochs", type=int, default=20000, help="epochs per run in the summary (default 20000)")
     p.add_argument("--cores", type=int, default=16, help="the GPU machine's host cores, for the host summary")
+    p.add_argument("--together", action="store_true",
+                   help="also each case's methods as one group (`pinnspec bench pinnacle --together`): one line per "
+                        "case and stack setting, kernels and host time per epoch of all its methods")
     args = p.parse_args()
     measure = set(args.measure.split(","))
     if not measure or measure - {"kernels", "traffic", "host"}:
@@ -175,6 +201,7 @@ def main() -> None:
     gflop_total, gb_total = dict.fromkeys(stacks, 0.0), dict.fromkeys(stacks, 0.0)
     roofline_total = {(stack, gpu): 0.0 for stack in stacks for gpu in GPUS}  # seconds per epoch of every run
     host_total = dict.fromkeys(stacks, 0.0)  # host seconds per epoch of every run
+    together_kernels, together_host = dict.fromkeys(stacks, 0.0), dict.fromkeys(stacks, 0.0)  # the same, grouped
     for case in case_names(args.cases):
         path = os.path.join(HERE, "cases", f"{case}.pinn")
         for stack in stacks:
@@ -182,15 +209,21 @@ def main() -> None:
                 full = Trainer(apply_overrides(load(path), {"device": "cpu", "compile": "on", "stack": stack}))
                 gflop, gb, gb_products = arithmetic_and_traffic(full)
                 roofline = {gpu: roofline_seconds(gflop, gb, gb_products, gpu) for gpu in GPUS}
-            for method in args.methods.split(","):
-                line = [f"{CASES[case].label:12s} {method:11s} stack {stack:4s}"]
+            methods = args.methods.split(",")
+            units = [(method, functools.partial(case_trainer, path, method, stack, 5 + args.steps)) for method in methods]
+            if args.together:
+                units.append(("together", functools.partial(GroupSteps, path, methods, stack, 5 + args.steps)))
+            for label, build in units:
+                single = label != "together"
+                per = "step" if single else f"epoch of its {len(methods)} methods"
+                line = [f"{CASES[case].label:12s} {label:11s} stack {stack:4s}"]
                 if "kernels" in measure:
-                    trainer = case_trainer(path, method, stack, 5 + args.steps, divide=args.divide)
-                    kernels, products = count(trainer, args.steps)
-                    kernels_total[stack] += kernels + products
-                    line.append(f"{trainer.execution.current:15s} fused kernels {kernels:5.0f}  matrix products "
-                                f"{products:5.0f}  total {kernels + products:5.0f}")
-                if "traffic" in measure:
+                    unit = build(divide=args.divide)
+                    kernels, products = count(unit, args.steps)
+                    (kernels_total if single else together_kernels)[stack] += kernels + products
+                    line.append(f"{unit.execution.current:15s} fused kernels {kernels:5.0f}  matrix products "
+                                f"{products:5.0f}  total {kernels + products:5.0f} per {per}")
+                if "traffic" in measure and single:
                     gflop_total[stack] += gflop
                     gb_total[stack] += gb
                     for gpu in GPUS:
@@ -198,12 +231,18 @@ def main() -> None:
                     line.append(f"GFLOP {gflop:6.1f}  GB {gb:6.3f} (products {gb_products:6.3f})"
                                 f"  roofline {roofline[args.gpu] * 1e6:6.0f} us on {args.gpu}")
                 if "host" in measure:
-                    trainer = case_trainer(path, method, stack, 5 + args.steps, divide=HOST_DIVIDE)
-                    host = host_seconds(trainer, args.steps)
-                    host_total[stack] += host
-                    line.append(f"{trainer.execution.current:15s} host {host * 1e3:6.2f} ms per step")
+                    unit = build(divide=HOST_DIVIDE)
+                    host = host_seconds(unit, args.steps)
+                    (host_total if single else together_host)[stack] += host
+                    line.append(f"{unit.execution.current:15s} host {host * 1e3:6.2f} ms per {per}")
                 print("  ".join(line), flush=True)
     for stack in stacks:
+        if args.together and "kernels" in measure:
+            print(f"stack {stack}: one epoch of every run above, each case's methods together: "
+                  f"{together_kernels[stack]:.0f} kernels")
+        if args.together and "host" in measure:
+            print(f"stack {stack}: {args.epochs} epochs of every run above, each case's methods together, take "
+                  f"{together_host[stack] * args.epochs:.0f} s of host time at {MIN_POINTS} points per set")
         if measure & {"kernels", "traffic"}:
             print(f"stack {stack}: one epoch of every run above: "
                   + ", ".join(([f"{kernels_total[stack]:.0f} kernels"] if "kernels" in measure else [])

@@ -102,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: half the cores)")
     p.add_argument("--threads", type=positive, default=None, metavar="N",
                    help="torch CPU threads per run (default: the cores divided by --jobs)")
+    p.add_argument("--together", action="store_true",
+                   help="train a case's methods (each seed) as one group in one worker: in lockstep, every "
+                        "method's losses and G as one batched graph (needs --compile on or graphs); on a GPU, "
+                        "a third of the kernel launches for three methods. --jobs then counts groups")
     p.add_argument("--compile", choices=["off", "on", "graphs"], default=None,
                    help="the runs' compile setting (default: the specs' own, off); on a GPU 'on' is fastest")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
@@ -339,12 +343,15 @@ def _run(args) -> int:
     sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed=cell_settings(case, method),
                     out=os.path.join(args.out, "runs", case, _slug(method))) for case, method in cells]
     started = time.perf_counter()
+    if args.together and not args.table_only and args.compile not in ("on", "graphs"):
+        raise BenchError("--together trains a case's methods as one compiled graph: give --compile on (or graphs "
+                         "on a GPU)")
     if args.table_only:
         reports = run_sweeps(sweeps, dry_run=True, log=lambda line: None)
     elif args.device == "cuda" and not _cuda_available():
         raise BenchError("--device cuda: torch sees no CUDA device on this machine (use --device cpu or auto)")
     else:
-        reports = run_sweeps(sweeps, jobs=args.jobs, threads=args.threads)
+        reports = run_sweeps(sweeps, jobs=args.jobs, threads=args.threads, together=args.together)
     wall = time.perf_counter() - started
     trained = sum(_epochs_trained(o) for r in reports for o in r.outcomes.values())
 
@@ -440,6 +447,7 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
     lines = ["# pinnspec bench pinnacle", "",
              f"{args.epochs} epochs per run{own}, seeds {','.join(map(str, seed_list))}, device {args.device}, "
              f"jobs {args.jobs or 'default'}, compile {args.compile or 'as the specs say'}"
+             + (", a case's methods together (--together)" if getattr(args, "together", False) else "")
              + "".join(f", {item}" for item in args.settings)
              + ".  L2RE / L1RE / MSE over every test point and output of the model at the last epoch, mean ± "
              "sample std over the completed seeds (where none completed: over the runs stopped early, at the "

@@ -14,9 +14,9 @@ import torch
 
 from .._compiling import aot_cacheable, own_code
 from ..compiler import CompiledProblem, Losses, Points, TorchPointSet
-from ..forward import forward_values
+from ..forward import forward_values, plain_tanh
 
-__all__ = ["CompiledLosses", "FusedGradients", "set_sums"]
+__all__ = ["BatchedGradients", "CompiledLosses", "FusedGradients", "set_sums"]
 
 
 def set_sums(problem: CompiledProblem, index: int, model, x, partner, observed, face_slices, normals, params
@@ -222,3 +222,24 @@ class FusedGradients:
         weights = {"model." + name: piece for name, piece in zip(names, pieces)}
         params = dict(zip(self.param_names, pieces[len(names):]))
         return tuple(torch.func.functional_call(self.unit, weights, (sums, self.problem, *args, params)))
+
+
+class BatchedGradients:
+    """The task losses [R, m], the condition losses [R, C] and G [R, m, p] of R models of one problem on the same
+    points, by one compiled graph: `FusedGradients` vmapped over the models' parameters (`torch.func.vmap`), so
+    each layer of the R networks is one batched matrix product and every kernel serves all R models.  ``fused``:
+    built on any one of the models (its weights are read from ``thetas``, never from the module)."""
+
+    def __init__(self, fused: FusedGradients, mode: str):
+        self.fused = fused
+        self.compiled = torch.compile(own_code(_vmapped), mode=mode, dynamic=False, fullgraph=True)
+
+    def __call__(self, thetas: torch.Tensor, points: Points) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``thetas`` [R, p]: each model's parameters, flattened as the trainer flattens them."""
+        inputs, counts = self.fused.inputs(points)
+        with plain_tanh():
+            return self.compiled(self.fused, thetas.detach(), inputs, counts)
+
+
+def _vmapped(fused: FusedGradients, thetas: torch.Tensor, inputs: list[tuple], counts: dict[str, int]):
+    return torch.func.vmap(fused, in_dims=(0, None, None))(thetas, inputs, counts)  # [R, m], [R, C], [R, m, p]

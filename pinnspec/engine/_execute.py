@@ -47,8 +47,11 @@ RECORDING_CALLS = 3
 #: the strategies, fastest first; each names the parts it compiles
 ONE_CUDA_GRAPH, ONE_GRAPH, TWO_GRAPHS, LOSSES_COMPILED, EAGER = (
     "one CUDA graph", "one graph", "two graphs", "losses compiled, chain eager", "eager")
+#: a run of a `RunGroup` (`_group`): its losses and G come from the group's one graph over every run
+BATCHED, BATCHED_CHAIN_EAGER = "batched runs", "batched runs, chain eager"
 COMPILED_PARTS = {ONE_CUDA_GRAPH: {"step", "losses", "chain"}, ONE_GRAPH: {"step", "losses", "chain"},
-                  TWO_GRAPHS: {"losses", "chain"}, LOSSES_COMPILED: {"losses"}, EAGER: set()}
+                  TWO_GRAPHS: {"losses", "chain"}, LOSSES_COMPILED: {"losses"}, EAGER: set(),
+                  BATCHED: {"losses", "chain"}, BATCHED_CHAIN_EAGER: {"losses"}}
 
 
 class StepOut(NamedTuple):

@@ -24,7 +24,7 @@ import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -729,50 +729,83 @@ class Trainer:
 
     # ================================================================== run
     def run(self) -> Result:
+        self.begin_run()
+        try:
+            for epoch in range(self.epoch, self.epochs):
+                if not self.train_epoch(epoch):
+                    break
+        finally:
+            self.end_epochs()
+        return self.finish_run()
+
+    # a run in three parts, so that a `RunGroup` can train several trainers in lockstep
+    def begin_run(self, *, sigint: bool = True) -> None:
+        """Before the first epoch: the run directory, the progress bar, the Ctrl-C handler (``sigint``) and the
+        clock."""
         if self.out:
             os.makedirs(self.out, exist_ok=True)
             files.atomic_write_text(os.path.join(self.out, "config.pinn"), self.spec.source)
-        every = self.spec.ir.validation.every
-        bar = self._progress_bar()
-        previous = _install_sigint(self)
-        started = time.perf_counter() - self.elapsed
+        self._bar = self._progress_bar()
+        self._previous_sigint = _install_sigint(self.request_stop) if sigint else None
+        self._started = time.perf_counter() - self.elapsed
         self._reset_peak_memory()
+        if self.epoch >= self.epochs:
+            self.status = "completed"
+
+    def train_epoch(self, epoch: int) -> bool:
+        """Epoch ``epoch`` (the step, validation, history, checkpoint); False once the run has stopped: its last
+        epoch, a stop request (Ctrl-C) or divergence (the status says which)."""
+        every = self.spec.ir.validation.every
         try:
-            for epoch in range(self.epoch, self.epochs):
-                if self._stage_of(epoch) != self.stage_index:
-                    self._begin_stage(self._stage_of(epoch))
-                row = self.step(epoch)
-                # every `every` epochs, and at the end of each stage (the next begins from the best checkpoint)
-                validated = (epoch + 1) % every == 0 or epoch + 1 in self.stage_starts or epoch == self.epochs - 1
-                if validated:
-                    self._validate(epoch, row)
-                self.history.append(row)
-                self.epoch = epoch + 1
-                self.elapsed = time.perf_counter() - started
-                if bar is not None:
-                    bar.update(1)
-                    if epoch % 10 == 0 or validated:
-                        bar.set_postfix_str(self._postfix(row), refresh=False)
-                elif validated and self.log:
-                    self.log(f"epoch {epoch + 1}/{self.epochs}: {self._postfix(row)}")
-                if self.out and self.epoch % self.checkpoint_every == 0 and self.epoch < self.epochs:
-                    self._save_checkpoint()
-                    self._write_result()
-                if self._stop_requested:
-                    self.status, self.message = "interrupted", f"interrupted after epoch {epoch + 1}"
-                    break
-            else:
-                self.status = "completed"
+            if self._stage_of(epoch) != self.stage_index:
+                self._begin_stage(self._stage_of(epoch))
+            row = self.step(epoch)
         except TrainingDiverged as err:
             self.status, self.message = "diverged", str(err)
             self.history.append({"epoch": self.epoch + 1, "loss": float("nan")})
-        finally:
-            _restore_sigint(previous)
-            if bar is not None:
-                bar.close()
-        self.elapsed = time.perf_counter() - started
+            return False
+        # every `every` epochs, and at the end of each stage (the next begins from the best checkpoint)
+        validated = (epoch + 1) % every == 0 or epoch + 1 in self.stage_starts or epoch == self.epochs - 1
+        if validated:
+            self._validate(epoch, row)
+        self.history.append(row)
+        self.epoch = epoch + 1
+        self.elapsed = time.perf_counter() - self._started
+        bar = self._bar
+        if bar is not None:
+            bar.update(1)
+            if epoch % 10 == 0 or validated:
+                bar.set_postfix_str(self._postfix(row), refresh=False)
+        elif validated and self.log:
+            self.log(f"epoch {epoch + 1}/{self.epochs}: {self._postfix(row)}")
+        if self.out and self.epoch % self.checkpoint_every == 0 and self.epoch < self.epochs:
+            self._save_checkpoint()
+            self._write_result()
+        if self.epoch == self.epochs:
+            self.status = "completed"
+            return False
+        if self._stop_requested:
+            self.status, self.message = "interrupted", f"interrupted after epoch {epoch + 1}"
+            return False
+        return True
+
+    def request_stop(self) -> None:
+        """Stop after the epoch in progress, checkpointed (what Ctrl-C does)."""
+        self._stop_requested = True
+
+    def end_epochs(self) -> None:
+        """After the last epoch trained (or an exception): the Ctrl-C handler and the progress bar go."""
+        _restore_sigint(self._previous_sigint)
+        self._previous_sigint = None
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def finish_run(self) -> Result:
+        """The final checkpoint (a diverged run keeps the one written before it) and the result."""
+        self.elapsed = time.perf_counter() - self._started
         if self.out and self.status != "diverged":
-            self._save_checkpoint()  # a diverged run keeps the checkpoint written before it
+            self._save_checkpoint()
         result = self._write_result()
         if self.log and self.message:
             self.log(self.message)
@@ -1056,15 +1089,15 @@ def _to_device(tree, device: torch.device):
     return tree
 
 
-def _install_sigint(trainer: Trainer):
-    """Ctrl-C: finish the epoch, checkpoint, stop (a second Ctrl-C stops at once; the same one delivered
-    twice is one, see pinnspec._interrupts)."""
+def _install_sigint(stop: Callable[[], object]):
+    """Ctrl-C: ``stop()`` (the run, or every run of a group, finishes the epoch, checkpoints and stops); a second
+    Ctrl-C stops at once (the same one delivered twice is one, see pinnspec._interrupts)."""
     interrupts = Interrupts()
     try:
         def handler(signum, frame):
             if interrupts.arrive() == "again":
                 raise KeyboardInterrupt
-            trainer._stop_requested = True
+            stop()
 
         return signal.signal(signal.SIGINT, handler)
     except ValueError:  # not the main thread

@@ -9,8 +9,9 @@ layer by layer (Faà di Bruno at each activation), so parameter gradients need
 only first-order autograd.
 """
 
-from ._activations import activation_derivatives
+from ._activations import activation_derivatives, plain_tanh
 from ._engine import LAYOUTS, forward_values, propagate, supports
 from ._program import closure, faa_di_bruno
 
-__all__ = ["LAYOUTS", "activation_derivatives", "closure", "faa_di_bruno", "forward_values", "propagate", "supports"]
+__all__ = ["LAYOUTS", "activation_derivatives", "closure", "faa_di_bruno", "forward_values", "plain_tanh", "propagate",
+           "supports"]

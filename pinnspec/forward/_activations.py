@@ -19,6 +19,7 @@ derivative programs fold the scales into their term coefficients.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Callable
 
@@ -179,8 +180,26 @@ class _CompiledTanh(torch.autograd.Function):
         return grad * _one_minus_square(t)
 
 
+#: True while a graph of several models at once is traced (`plain_tanh`)
+_PLAIN_TANH = False
+
+
+@contextlib.contextmanager
+def plain_tanh():
+    """Trace tanh as ``torch.tanh``, not the fast form: torch.compile cannot vmap an ``autograd.Function`` (the
+    losses of several runs in one graph, `pinnspec.engine.RunGroup`).  Read while tracing, so a graph traced
+    inside is guarded on it and compiled code outside keeps the fast form."""
+    global _PLAIN_TANH
+    before, _PLAIN_TANH = _PLAIN_TANH, True
+    try:
+        yield
+    finally:
+        _PLAIN_TANH = before
+
+
 def _tanh(z: torch.Tensor, order: int) -> list:
-    t = _CompiledTanh.apply(z) if torch.compiler.is_compiling() else torch.tanh(z)  # compiled graphs: the fast form
+    fast = torch.compiler.is_compiling() and not _PLAIN_TANH  # compiled graphs: the fast form
+    t = _CompiledTanh.apply(z) if fast else torch.tanh(z)
     out = [(1, t)]
     if order:
         s = _one_minus_square(t)  # sigma^(m) = s * p_{m-1}'(t) for m >= 1

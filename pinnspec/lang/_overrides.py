@@ -166,3 +166,25 @@ def _train_line(line: int, settings: dict[str, str], written: dict[str, str], pl
             places.add(line, len(text) + 1, part, written[key])
         text += part + (", " if i < len(settings) - 1 else "")
     return text
+
+
+def what_it_trains(source: str, leave_out: tuple[str, ...] = ()) -> tuple[tuple, dict[str, str]]:
+    """A spec's statements as written (comments and layout aside; the `train` statement without its execution
+    settings (``catalog.EXECUTION_SETTINGS``), its other settings in any order; statements whose keyword is in
+    ``leave_out`` left out), and its execution settings, name -> value text."""
+    from ._parser import parse
+
+    tree = parse(source)
+    statements, execution = [], {}
+    for statement in tree.statements:
+        if statement.keyword in leave_out:
+            continue
+        if statement.keyword != "train":
+            statements.append(" ".join(statement.span.text(source).split()))
+            continue
+        others = {}
+        for setting in statement.settings:
+            value = " ".join(setting.value.span.text(source).split())
+            (execution if setting.name.name in catalog.EXECUTION_SETTINGS else others)[setting.name.name] = value
+        statements.append(("train", tuple(sorted(others.items()))))
+    return tuple(statements), execution

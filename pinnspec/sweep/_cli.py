@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "or starts a local one; every node must see the spec and OUT at the same paths")
     p.add_argument("--gpus-per-run", type=float, default=0.0, metavar="G",
                    help="with --ray: GPUs each run asks for (default 0)")
+    p.add_argument("--together", action="store_true",
+                   help="runs that differ only in their update chain (surgery, align, optimizer, schedule, weights) "
+                        "train as one group in one worker: in lockstep, their losses and G as one batched graph "
+                        "(compile = on or graphs; on a GPU, fewer and larger kernels)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and what would happen to each; run nothing")
     return p
 
@@ -107,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sweep = sweep_from_args(args)
         report = run_sweep(sweep, jobs=args.jobs, threads=args.threads, ray=args.ray,
-                           gpus_per_run=args.gpus_per_run, dry_run=args.dry_run)
+                           gpus_per_run=args.gpus_per_run, dry_run=args.dry_run, together=args.together)
     except SweepError as err:
         print(str(err), file=sys.stderr)
         return EXIT_USER

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 from .. import __version__
 from .._files import atomic_write_text, read_json
 from .._interrupts import REPEAT_S, Interrupts
-from ..catalog import EXECUTION_SETTINGS
+from ..catalog import CHAIN_STATEMENTS
+from ..lang import SpecError
+from ..lang._overrides import what_it_trains
 from ._plan import Run, Sweep, SweepError, plan
 from ._table import summarize, write_tables
-from ._worker import init_pool_worker, run_one
+from ._worker import init_pool_worker, run_tasks
 
 FINISHED = ("completed", "diverged")  # a rerun from the same seed repeats a divergence exactly
 LOCK = ".sweep.lock"
@@ -112,35 +114,14 @@ def execution_changes(run: Run) -> dict[str, tuple[str, str]] | None:
         return None
     if saved == run.source:
         return {}
-    from ..lang import SpecError
-
     try:
-        before, after = _what_it_trains(saved), _what_it_trains(run.source)
+        before, after = what_it_trains(saved), what_it_trains(run.source)
     except SpecError:
         return None
     if before[0] != after[0]:
         return None
     keys = sorted(set(before[1]) | set(after[1]))
     return {k: (before[1].get(k, "-"), after[1].get(k, "-")) for k in keys if before[1].get(k) != after[1].get(k)}
-
-
-def _what_it_trains(source: str) -> tuple[tuple, dict[str, str]]:
-    """A spec's statements as written (comments and layout aside; the `train` statement without its execution
-    settings, its other settings in any order), and its execution settings, name -> value text."""
-    from ..lang import parse
-
-    tree = parse(source)
-    statements, execution = [], {}
-    for statement in tree.statements:
-        if statement.keyword != "train":
-            statements.append(" ".join(statement.span.text(source).split()))
-            continue
-        others = {}
-        for setting in statement.settings:
-            value = " ".join(setting.value.span.text(source).split())
-            (execution if setting.name.name in EXECUTION_SETTINGS else others)[setting.name.name] = value
-        statements.append(("train", tuple(sorted(others.items()))))
-    return tuple(statements), execution
 
 
 class _Lock:
@@ -218,23 +199,19 @@ def _one_ctrl_c():
         signal.signal(signal.SIGINT, previous)
 
 
-def _run_local(tasks: list[dict], jobs: int, threads: int, done, fresh_processes: bool = False) -> None:
+def _run_local(units: list[list[dict]], jobs: int, threads: int, done, fresh_processes: bool = False) -> None:
+    """Each unit (one run, or runs that train as one group) in a pool process, ``jobs`` at a time."""
     context = multiprocessing.get_context("spawn")
     # fresh_processes: one process per run, so that a run's peak memory and first-step costs are its own
     fresh = {"max_tasks_per_child": 1} if fresh_processes and sys.version_info >= (3, 11) else {}
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context,
+    with ProcessPoolExecutor(max_workers=min(jobs, len(units)), mp_context=context,
                              initializer=init_pool_worker, initargs=(threads,), **fresh) as pool:
-        futures = {pool.submit(run_one, task): task for task in tasks}
+        futures = {pool.submit(run_tasks, unit): unit for unit in units}
         reported = set()
         try:
             for future in as_completed(futures):
                 reported.add(future)
-                try:
-                    answer = future.result()
-                except Exception as err:  # noqa: BLE001  (recorded; the other runs go on)
-                    done(futures[future], None, err)
-                else:
-                    done(futures[future], answer, None)
+                _report(futures[future], future, done)
         except KeyboardInterrupt:
             # one SIGINT to each worker (they left the terminal's process group): a run finishes its
             # epoch, checkpoints and returns "interrupted"; a second Ctrl-C stops them at once
@@ -246,10 +223,23 @@ def _run_local(tasks: list[dict], jobs: int, threads: int, done, fresh_processes
             except KeyboardInterrupt:
                 _interrupt_workers(pool, signal.SIGTERM)  # at once: a run keeps the checkpoint it wrote last
                 raise _StoppedAtOnce from None
-            for future, task in futures.items():
+            for future, unit in futures.items():
                 if future not in reported and future.done() and not future.cancelled() and future.exception() is None:
-                    done(task, future.result(), None)
+                    _report(unit, future, done)
             raise
+
+
+def _report(unit: list[dict], future, done) -> None:
+    """``done(task, answer, error)`` for each run of a finished unit (a run that an interruption kept from
+    starting has no answer: nothing to report)."""
+    try:
+        answers = future.result()
+    except Exception as err:  # noqa: BLE001  (recorded; the other runs go on)
+        for task in unit:
+            done(task, None, err)
+        return
+    for task, answer in zip(unit, answers):
+        done(task, answer, None)
 
 
 class _StoppedAtOnce(KeyboardInterrupt):
@@ -284,26 +274,28 @@ def ray_connect(address: str, cpus: int | None = None) -> bool:
     return True
 
 
-def _run_ray(tasks: list[dict], threads: int, gpus: float, jobs: int | None, done, fresh_processes: bool = False
-             ) -> None:
+def _run_ray(units: list[list[dict]], threads: int, gpus: float, jobs: int | None, done,
+             fresh_processes: bool = False) -> None:
     import ray
 
     # max_calls = 1: Ray starts a new worker process for every run (0: workers are reused)
-    remote = ray.remote(num_cpus=threads, num_gpus=gpus, max_retries=0, max_calls=int(fresh_processes))(run_one)
-    queue, pending = list(tasks), {}
-    limit = jobs or len(tasks)
+    remote = ray.remote(num_cpus=threads, num_gpus=gpus, max_retries=0, max_calls=int(fresh_processes))(run_tasks)
+    queue, pending = list(units), {}
+    limit = jobs or len(units)
     try:
         while queue or pending:
             while queue and len(pending) < limit:
-                task = queue.pop(0)
-                pending[remote.remote(task)] = task
+                unit = queue.pop(0)
+                pending[remote.remote(unit)] = unit
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                task = pending.pop(ref)
+                unit = pending.pop(ref)
                 try:
-                    done(task, ray.get(ref), None)
+                    answers = ray.get(ref)
                 except Exception as err:  # noqa: BLE001
-                    done(task, None, err)
+                    answers = [err] * len(unit)
+                for task, answer in zip(unit, answers):
+                    done(task, *((None, answer) if isinstance(answer, Exception) else (answer, None)))
     except KeyboardInterrupt:
         # a running task gets a KeyboardInterrupt through its SIGINT handler: it checkpoints and stops
         for ref in pending:
@@ -325,7 +317,7 @@ def _stderr(line: str) -> None:
 
 def run_sweep(sweep: Sweep, *, jobs: int | None = None, threads: int | None = None, ray: str | None = None,
               gpus_per_run: float = 0.0, log=_stderr, dry_run: bool = False,
-              fresh_processes: bool = False) -> SweepReport:
+              fresh_processes: bool = False, together: bool = False) -> SweepReport:
     """Run every planned run of ``sweep`` that is not finished, then write the
     table (OUT/summary.md, summary.csv, runs.csv).
 
@@ -335,19 +327,24 @@ def run_sweep(sweep: Sweep, *, jobs: int | None = None, threads: int | None = No
     jobs), cores being this machine's or the Ray cluster's CPUs).  ``ray``:
     None (local pool), "auto" or a cluster address.  ``fresh_processes``: the
     local pool (Python >= 3.11) and Ray start a new process for every run, so
-    a run's peak memory and first-step costs are its own.
-    Raises SweepError (nothing
-    started) when the sweep is invalid or a run folder holds other settings."""
+    a run's peak memory and first-step costs are its own.  ``together``: see
+    :func:`run_sweeps`.  Raises SweepError (nothing started) when the sweep is
+    invalid or a run folder holds other settings."""
     return run_sweeps([sweep], jobs=jobs, threads=threads, ray=ray, gpus_per_run=gpus_per_run, log=log,
-                      dry_run=dry_run, fresh_processes=fresh_processes)[0]
+                      dry_run=dry_run, fresh_processes=fresh_processes, together=together)[0]
 
 
 def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | None = None, ray: str | None = None,
                gpus_per_run: float = 0.0, log=_stderr, dry_run: bool = False,
-               fresh_processes: bool = False) -> list[SweepReport]:
+               fresh_processes: bool = False, together: bool = False) -> list[SweepReport]:
     """:func:`run_sweep` for several sweeps (each its own output folder and table) whose
     unfinished runs share ONE pool: ``jobs`` runs at a time over all of them.  The
-    paper benchmarks run their (problem, grouping) cells this way."""
+    paper benchmarks run their (problem, grouping) cells this way.
+
+    ``together``: unfinished runs whose specs differ only in their update chain (``catalog.CHAIN_STATEMENTS``:
+    the same problem, points and seed) and that all start fresh or all resume train as one group in one
+    worker (`pinnspec.engine.RunGroup`: in lockstep, every run's losses and G as one batched graph); ``jobs``
+    then counts workers, each training one run or one group."""
     reports, stale = [], []
     for sweep in sweeps:
         runs = plan(sweep)
@@ -390,6 +387,13 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
     if dry_run:
         return reports
 
+    tasks = [{"name": r.name, "run_dir": r.run_dir, "source": r.source, "filename": r.filename,
+              "base_dir": r.base_dir, "action": report.actions[r.name]} for report, r in todo]
+    units = _units(tasks, together)
+    if together and tasks:
+        grouped = [len(unit) for unit in units if len(unit) > 1]
+        log(f"sweep: {sum(grouped)} of {len(tasks)} runs train in {len(grouped)} group(s) (each in one worker, "
+            f"in lockstep, their losses and G as one batched graph)")
     with contextlib.ExitStack() as locks:
         for sweep, report in zip(sweeps, reports):
             os.makedirs(report.out, exist_ok=True)
@@ -417,12 +421,11 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
                     cores = cpu_count()
                     jobs = jobs or default_jobs(cores)
                     threads = threads or max(1, cores // jobs)
-                    where = f"{min(jobs, len(todo))} local process(es) x {threads} torch thread(s)"
+                    where = f"{min(jobs, len(units))} local process(es) x {threads} torch thread(s)"
                 for summary in summaries:
                     log(f"{summary}; on {where}")
-                tasks = [{"name": r.name, "run_dir": r.run_dir, "source": r.source, "filename": r.filename,
-                          "base_dir": r.base_dir, "action": report.actions[r.name], "threads": threads}
-                         for report, r in todo]
+                for task in tasks:
+                    task["threads"] = threads
                 owner = {task["run_dir"]: report for task, (report, _) in zip(tasks, todo)}
                 root = os.path.commonpath([r.out for r in reports])  # the runs named from there: case/method/seed
                 label = (lambda task: task["name"]) if len(reports) == 1 else \
@@ -448,9 +451,9 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
                 try:
                     with _one_ctrl_c():
                         if ray:
-                            _run_ray(tasks, threads, gpus_per_run, jobs, done, fresh_processes)
+                            _run_ray(units, threads, gpus_per_run, jobs, done, fresh_processes)
                         else:
-                            _run_local(tasks, jobs, threads, done, fresh_processes)
+                            _run_local(units, jobs, threads, done, fresh_processes)
                 except KeyboardInterrupt as stop:
                     for report in reports:
                         report.interrupted = True
@@ -476,6 +479,22 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
             report.table = summarize(report.rows, keys)
             report.paths = write_tables(report.out, report.rows, keys, title=os.path.basename(sweep.spec))
     return reports
+
+
+def _units(tasks: list[dict], together: bool) -> list[list[dict]]:
+    """The tasks as units of work: each run alone, or (``together``) the runs that differ only in their update
+    chain and share their action, in order of their first run."""
+    if not together:
+        return [[task] for task in tasks]
+    units: dict[tuple, list[dict]] = {}
+    for task in tasks:
+        try:
+            statements, execution = what_it_trains(task["source"], CHAIN_STATEMENTS)
+            key = (statements, tuple(sorted(execution.items())), task["base_dir"], task["action"])
+        except SpecError:
+            key = (task["run_dir"],)
+        units.setdefault(key, []).append(task)
+    return list(units.values())
 
 
 def _describe(answer: dict) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 #: the files of a run directory that a fresh start replaces (pinnspec.engine._artifacts)
@@ -25,14 +26,14 @@ def set_threads(threads: int) -> None:
 
 
 _stop = False  # a pool worker got SIGINT: it starts no further run
-_trainer = None  # the run being set up or trained: a SIGINT before its own handler is installed still stops it
+_trainer = None  # the run (or group) being trained: a SIGINT before its own handler is installed still stops it
 
 
 def _note_stop(signum, frame):
     global _stop
     _stop = True
     if _trainer is not None:
-        _trainer._stop_requested = True
+        _trainer.request_stop()
 
 
 def init_pool_worker(threads: int) -> None:
@@ -56,10 +57,56 @@ def run_one(task: dict) -> dict:
     action ("fresh" | "resume"), threads.  A resume loads the checkpoint into a
     trainer built from the planned spec (the same text as the run's config.pinn,
     with data paths resolved against the spec's own folder)."""
-    if task.get("threads"):
-        set_threads(int(task["threads"]))
+    return run_tasks([task])[0]
+
+
+def run_tasks(tasks: list[dict]) -> list[dict]:
+    """Train the planned runs ``tasks`` (each as `run_one` takes it); one answer per task, in order.  Several
+    tasks train as one `pinnspec.engine.RunGroup` (lockstep, their losses and G as one batched graph) where
+    `group_blocker` lets them, else one after another (the reason printed once)."""
+    if tasks[0].get("threads"):
+        set_threads(int(tasks[0]["threads"]))
     import torch
 
+    from ..engine import RunGroup, group_blocker
+
+    started = time.perf_counter()
+    built = [_trainer_for(task) for task in tasks]
+    trainers = [trainer for trainer, _ in built]
+    blocker = group_blocker(trainers) if len(tasks) > 1 else None
+    if blocker is not None:
+        print(f"pinnspec: sweep: {len(tasks)} runs train one after another, not as a group: {blocker}",
+              file=sys.stderr, flush=True)
+    if len(trainers) > 1 and blocker is None:
+        units = [(RunGroup(trainers), tasks, built)]
+    else:
+        units = [(trainer, [task], [entry]) for trainer, task, entry in zip(trainers, tasks, built)]
+    answers = []
+    global _trainer
+    for unit, its_tasks, its_built in units:
+        if _stop:  # Ctrl-C while the trainers were built or an earlier run trained: keep what is on disk
+            if answers:
+                break  # the caller reports the runs without an answer as not started
+            raise KeyboardInterrupt("the sweep was interrupted before this run started")
+        _trainer = unit
+        try:
+            results = unit.run()
+        finally:
+            _trainer = None
+        results = results if isinstance(results, list) else [results]
+        wall = time.perf_counter() - started
+        for task, (_, resumed_from), result in zip(its_tasks, its_built, results):
+            if result.status == "interrupted":  # the trainer's own handler took the SIGINT: start no further run
+                _note_stop(signal.SIGINT, None)
+            answers.append({"name": task["name"], "action": task["action"], "resumed_from": resumed_from,
+                            "result": result.to_dict(), "wall_s": wall, "pid": os.getpid(),
+                            "threads": torch.get_num_threads(), "together": len(results)})
+        started = time.perf_counter()
+    return answers
+
+
+def _trainer_for(task: dict):
+    """(the task's trainer, fresh or loaded from its checkpoint; the epoch it resumes from, or None)."""
     from ..engine import Trainer
     from ..engine._artifacts import load_checkpoint
     from ..lang import loads
@@ -68,29 +115,13 @@ def run_one(task: dict) -> dict:
     if _stop:
         raise KeyboardInterrupt("the sweep was interrupted before this run started")
     spec = loads(task["source"], filename=task["filename"], base_dir=task["base_dir"])
-    started = time.perf_counter()
-    resumed_from = None
     if task["action"] == "resume":
         trainer = Trainer(spec, run_dir)
         state = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))  # onto the CPU: Trainer.load_state_dict
         trainer.load_state_dict(state)
-        resumed_from = trainer.epoch
-    else:
-        for name in RUN_FILES:
-            path = os.path.join(run_dir, name)
-            if os.path.isfile(path):
-                os.unlink(path)
-        trainer = Trainer(spec, run_dir)
-    if _stop:  # Ctrl-C while the trainer was built: keep what is on disk, train no further
-        raise KeyboardInterrupt("the sweep was interrupted before this run started")
-    global _trainer
-    _trainer = trainer
-    try:
-        result = trainer.run()
-    finally:
-        _trainer = None
-    if result.status == "interrupted":  # the trainer's own handler took the SIGINT: start no further run
-        _note_stop(signal.SIGINT, None)
-    return {"name": task["name"], "action": task["action"], "resumed_from": resumed_from,
-            "result": result.to_dict(), "wall_s": time.perf_counter() - started, "pid": os.getpid(),
-            "threads": torch.get_num_threads()}
+        return trainer, trainer.epoch
+    for name in RUN_FILES:
+        path = os.path.join(run_dir, name)
+        if os.path.isfile(path):
+            os.unlink(path)
+    return Trainer(spec, run_dir), None

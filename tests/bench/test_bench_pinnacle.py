@@ -77,6 +77,13 @@ def test_device_cuda_without_cuda_is_one_error_and_failed_runs_are_not_called_fi
     assert "This call trained no runs: 1 run(s) failed (the errors are printed above the table)." in printed.out
 
 
+def test_together_needs_a_compiled_step(tmp_path, capsys):
+    argv = ["--cases", "pnd", "--epochs", "2", "--together", "--out", str(tmp_path)]
+    assert bench.main("pinnacle", argv) == 1
+    assert "--together trains a case's methods as one compiled graph: give --compile on" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_extra_settings():
     fixed = {"epochs": "5", "device": "cpu", "validate": "test every 5"}
     assert _pinnacle.extra_settings(["model=fourier_mlp(features = 8)", "weights = gradnorm"], fixed) == {

@@ -310,3 +310,38 @@ def test_importing_the_package_loads_neither_torch_nor_ray():
     code = "import sys, pinnspec.sweep; print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'ray')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_together_trains_the_runs_that_differ_in_their_chain_as_one_group(tmp_path, capsys):
+    """``--together``: per seed, the two surgery methods train as one group (one worker, one batched graph); the
+    two seeds sample other points, so they are two groups.  The runs' results say so, and match a run alone."""
+    out = tmp_path / "together"
+    settings = ["--set", "epochs=4", "--set", "compile=on", "--set", "dtype=float64", "--threads", "1", "--jobs", "1"]
+    assert main([str(TINY), "--grid", "surgery=config,pcgrad", "--seeds", "0,1", *settings, "--together",
+                 "--out", str(out)]) == 0
+    assert "4 of 4 runs train in 2 group(s)" in capsys.readouterr().err
+    results = {p.parent.name: json.loads(p.read_text()) for p in out.glob("*/result.json")}
+    assert len(results) == 4  # PCGrad's chain draws its order on the host: it does not compile
+    assert {r["execution"] for r in results.values()} == {"batched runs", "batched runs, chain eager"}
+    assert {r["status"] for r in results.values()} == {"completed"}
+    alone = tmp_path / "alone"
+    assert main([str(TINY), "--grid", "surgery=pcgrad", "--seeds", "1", *settings, "--out", str(alone)]) == 0
+    (single,) = [json.loads(p.read_text()) for p in alone.glob("surgery=pcgrad*/result.json")]
+    assert single["execution"] == "losses compiled, chain eager"
+    grouped = results["surgery=pcgrad__seed=1"]
+    assert grouped["rel_l2"] == pytest.approx(single["rel_l2"], rel=1e-8)
+
+
+def test_runs_group_by_what_they_train_apart_from_their_chain():
+    from pinnspec.sweep._sweep import _units
+
+    source = TINY.read_text()
+
+    def task(name, extra, action="fresh"):
+        return {"name": name, "run_dir": name, "source": source + extra, "filename": "f", "base_dir": "b",
+                "action": action}
+
+    tasks = [task("a", "surgery config\n"), task("b", "surgery pcgrad\nalign gua\n"), task("c", "optimizer sgd\n"),
+             task("d", "surgery config\n", action="resume"), task("e", "points pde 100, walls 40, ic 40\n")]
+    assert [[t["name"] for t in unit] for unit in _units(tasks, together=True)] == [["a", "b", "c"], ["d"], ["e"]]
+    assert [[t["name"] for t in unit] for unit in _units(tasks, together=False)] == [["a"], ["b"], ["c"], ["d"], ["e"]]

@@ -1,0 +1,174 @@
+"""Several runs of one problem trained side by side in one process: `RunGroup`.
+
+Runs that differ only in their update chain (surgery, alignment, optimizer, schedule, loss weights) and share the
+seed train on the same points from the same initial weights.  A group steps them in lockstep: at each epoch one
+compiled graph computes every run's losses and G (`BatchedGradients`: the losses vmapped over the runs'
+parameters, each layer of the R networks one batched matrix product), then each run takes its own update chain's
+step, validation, history and checkpoint exactly as it would alone.  On a GPU the R runs then launch the kernels
+of one run's losses, each R times larger, instead of R times as many; on the CPU the batched products are no
+faster than R single ones.
+
+Each run keeps its own run directory.  A group resumed with the same runs from checkpoints of the same epoch
+goes on bit for bit; the batched graph rounds differently from a run's own (float32: relative differences of
+1e-7 in one step's G), so a run trained in a group and the same run trained alone drift apart slowly, as two
+GPUs' runs do.  A run that diverges or stops stays in the batch, its results unused: the graph's shapes do
+not change.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+import torch
+
+from ..catalog import CHAIN_STATEMENTS
+from ..compiler import Losses, Points
+from ..lang._overrides import what_it_trains
+from ._compiled import BatchedGradients, FusedGradients
+from ._execute import BATCHED, BATCHED_CHAIN_EAGER, Demote, TwoGraphs, _reason
+from ._trainer import Result, Trainer, _install_sigint, _restore_sigint
+
+__all__ = ["RunGroup", "group_blocker"]
+
+
+def group_blocker(trainers: list[Trainer]) -> str | None:
+    """Why ``trainers`` cannot train as one `RunGroup`, or None where they can."""
+    if len(trainers) < 2:
+        return "a group needs at least two runs"
+    lead = trainers[0]
+    problem = what_it_trains(lead.spec.source, CHAIN_STATEMENTS)
+    names = [trainer.out or f"run {k + 1} ({trainer.spec.ir.name})" for k, trainer in enumerate(trainers)]
+    for name, trainer in zip(names, trainers):
+        if what_it_trains(trainer.spec.source, CHAIN_STATEMENTS) != problem:
+            return (f"{name} trains another problem, points, seed or settings than {names[0]}: the runs of a group "
+                    f"differ only in their {', '.join(CHAIN_STATEMENTS)} statements")
+        if trainer.distributed:
+            return f"{name} is data-parallel"
+        if len(trainer.stages) > 1 or trainer.stages[0].second_order:
+            return f"{name} trains in stages or by a quasi-Newton method (its steps are its own)"
+        if trainer.chain.uses_hessian:
+            return f"{name}: its optimizer takes Hessian estimates (eager steps, double backward)"
+        if trainer.problem.adaptive is not None:
+            return f"{name}: an adaptive sampler draws each run's points from its own residuals"
+        candidate = trainer.plan.candidates[0]
+        if "losses" not in candidate.compiled or trainer.problem.model_terms(trainer.model):
+            return (f"{name}: its losses do not run as one compiled graph ({candidate.name}); a group needs "
+                    "compile = on or graphs, the forward engine and no loss term of the network's own")
+        if trainer.epoch != lead.epoch:
+            return f"{name} stands at epoch {trainer.epoch}, {names[0]} at {lead.epoch}"
+    return None
+
+
+class RunGroup:
+    """Trains ``trainers`` (`group_blocker` says whether they may) in lockstep, their losses and G by one graph.
+
+    ``notice``: where one-line notices go (the batched graph failing to compile: each run then computes its own
+    losses, still in lockstep)."""
+
+    def __init__(self, trainers: list[Trainer], notice: Callable[[str], None] | None = None):
+        blocker = group_blocker(trainers)
+        if blocker is not None:
+            raise ValueError(f"these runs cannot train as one group: {blocker}")
+        self.trainers = list(trainers)
+        self.notice = notice or (lambda text: print(f"pinnspec: {text}", file=sys.stderr))
+        lead = self.trainers[0]
+        fused = FusedGradients(lead.problem, lead.model, lead.params, lead.grouping.name)
+        self.batched: BatchedGradients | None = BatchedGradients(fused, lead.plan.mode)
+        self._results: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # this epoch's, [R, ...]
+        for index, trainer in enumerate(self.trainers):
+            trainer.execution.install(_BatchedStep(trainer.execution.ctx, _Member(self, index),
+                                                   compile_chain=trainer.chain.compiles))
+
+    def describe(self) -> str:
+        """One line: how the group's steps run."""
+        runs = ", ".join(t.out or f"{t.spec.ir.name} ({t.spec.ir.training.surgery})" for t in self.trainers)
+        how = ("every run's losses and G as one compiled graph, each run's update chain its own" if self.batched
+               else "each run's losses its own (the batched graph did not compile)")
+        return f"{len(self.trainers)} runs in lockstep ({runs}): {how}"
+
+    def run(self) -> list[Result]:
+        """Train every run to its last epoch (or until Ctrl-C: every run finishes the epoch and checkpoints;
+        a run that diverges stops alone); one Result per run, in order."""
+        trainers = self.trainers
+        for trainer in trainers:
+            trainer.begin_run(sigint=False)
+        previous = _install_sigint(self.request_stop)
+        try:
+            active = [t for t in trainers if t.epoch < t.epochs]
+            epoch = trainers[0].epoch
+            while active:
+                self.prepare(epoch, active[0])
+                lead, running = active[0], []
+                for trainer in active:
+                    if trainer is not lead:  # the lead's points (drawn once for all: the same seed and plan)
+                        trainer._points_block, trainer._points = lead._points_block, lead._points
+                        trainer._next_points = lead._next_points
+                    if trainer.train_epoch(epoch):
+                        running.append(trainer)
+                active = running
+                epoch += 1
+        finally:
+            self._results = None
+            _restore_sigint(previous)
+            for trainer in trainers:
+                trainer.end_epochs()
+        return [trainer.finish_run() for trainer in trainers]
+
+    def request_stop(self) -> None:
+        """Every run stops after the epoch in progress, checkpointed (what Ctrl-C does)."""
+        for trainer in self.trainers:
+            trainer.request_stop()
+
+    def prepare(self, epoch: int, lead: Trainer | None = None) -> None:
+        """Every run's losses and G at ``epoch`` on the points of ``lead`` (default: the first run), kept for the
+        runs' steps (`Trainer.step`) to take."""
+        if self.batched is None:
+            return
+        points = (lead or self.trainers[0])._points_for(epoch)
+        thetas = torch.stack([trainer._theta_flat() for trainer in self.trainers])  # [R, p]
+        try:
+            self._results = self.batched(thetas, points)
+        except torch._dynamo.exc.TorchDynamoException as err:
+            self.batched, self._results = None, None
+            self.notice(f"the runs' batched losses do not compile ({_reason(err)}); each run computes its own, "
+                        "still in lockstep")
+            for trainer in self.trainers:
+                execution = trainer.execution
+                execution.install(execution._build(trainer.plan.candidates[0]))
+
+    def member_results(self, index: int) -> tuple[Losses, torch.Tensor]:
+        """Run ``index``'s losses and G [m, p] of this epoch."""
+        tasks, conditions, G = self._results  # [R, m], [R, C], [R, m, p]
+        return self.batched.fused.losses(tasks[index], conditions[index]), G[index]
+
+
+class _Member:
+    """What a run's step asks for its losses and G: its share of the group's batched results (the interface
+    of `CompiledLosses.losses_and_gradients`)."""
+
+    def __init__(self, group: RunGroup, index: int):
+        self.group, self.index = group, index
+
+    def losses_and_gradients(self, points: Points, params, grouping, theta) -> tuple[Losses, torch.Tensor]:
+        return self.group.member_results(self.index)
+
+
+class _BatchedStep(TwoGraphs):
+    """A group member's step: the group's losses and G, then its own update chain (compiled, or eagerly where
+    it does not compile)."""
+
+    def __init__(self, ctx, member: _Member, *, compile_chain: bool):
+        super().__init__(ctx, member, compile_chain=compile_chain)
+        self.name = BATCHED if compile_chain else BATCHED_CHAIN_EAGER
+
+    def __call__(self, theta, points, state, queued):
+        try:
+            return super().__call__(theta, points, state, queued)
+        except Demote as failure:
+            if failure.part != "chain":
+                raise
+            print(f"pinnspec: {failure.notice}", file=sys.stderr)
+            self.chain, self.name = None, BATCHED_CHAIN_EAGER
+            return super().__call__(theta, points, state, queued)
+

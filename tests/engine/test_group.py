@@ -1,0 +1,88 @@
+"""`RunGroup`: runs that differ only in their update chain, trained in lockstep with their losses and G as one
+batched graph.  The oracle is each run trained alone (the same chain on G of its own graph): the batched graph
+rounds differently, so the histories agree to rounding, not bit for bit; a group resumed from its checkpoints
+goes on bit for bit."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import pinnspec
+from pinnspec.engine import RunGroup, Trainer, group_blocker, load_run
+from pinnspec.engine._execute import BATCHED
+from pinnspec.lang._overrides import apply_overrides
+
+TINY = Path(__file__).resolve().parent / "data" / "tiny.pinn"
+CHAINS = [{"surgery": "none", "align": "none"}, {"surgery": "config", "align": "none"},
+          {"surgery": "config", "align": "gua"}]
+
+
+def _trainer(out=None, log=None, **settings) -> Trainer:
+    spec = apply_overrides(pinnspec.load(TINY), {"device": "cpu", "dtype": "float64", "compile": "on",
+                                                 "epochs": "6", "validate": "100 every 3", **settings})
+    return Trainer(spec, out, log=log)
+
+
+def test_a_group_trains_each_run_as_it_trains_alone():
+    alone = [_trainer(**chain) for chain in CHAINS]
+    for trainer in alone:
+        trainer.run()
+    together = [_trainer(**chain) for chain in CHAINS]
+    results = RunGroup(together).run()
+    assert [r.status for r in results] == ["completed"] * 3
+    assert {r.execution for r in results} == {BATCHED}
+    for a, b in zip(alone, together):
+        assert len(a.history) == len(b.history) == 6
+        for row_a, row_b in zip(a.history, b.history):
+            assert row_b["loss"] == pytest.approx(row_a["loss"], rel=1e-9)
+            assert [row_b[f"task{i}"] for i in range(3)] == pytest.approx([row_a[f"task{i}"] for i in range(3)],
+                                                                          rel=1e-9)
+        torch.testing.assert_close(b._theta_flat(), a._theta_flat(), rtol=1e-8, atol=1e-10)
+    # the three chains took different steps: the group did not train one run three times
+    assert not torch.equal(together[0]._theta_flat(), together[2]._theta_flat())
+
+
+def test_a_resumed_group_goes_on_bit_for_bit(tmp_path):
+    uninterrupted = [_trainer(str(tmp_path / "a" / str(k)), checkpoint_every="3", **c) for k, c in enumerate(CHAINS)]
+    RunGroup(uninterrupted).run()
+    stopper = []  # the group: its first validation (after epoch 3) asks every run to stop, as Ctrl-C does
+    stopped = [_trainer(str(tmp_path / "b" / str(k)), checkpoint_every="3", log=lambda line: stopper[0].request_stop(),
+                        **c) for k, c in enumerate(CHAINS)]
+    stopper.append(RunGroup(stopped))
+    assert [r.status for r in stopper[0].run()] == ["interrupted"] * 3
+    assert [t.epoch for t in stopped] == [3, 3, 3]
+    resumed = [load_run(str(tmp_path / "b" / str(k))) for k in range(3)]
+    assert [r.status for r in RunGroup(resumed).run()] == ["completed"] * 3
+    for a, b in zip(uninterrupted, resumed):
+        assert torch.equal(a._theta_flat(), b._theta_flat())
+        assert [row["loss"] for row in a.history] == [row["loss"] for row in b.history]
+
+
+def test_a_run_that_diverges_stops_alone():
+    trainers = [_trainer(optimizer="sgd(lr = 1e12)", diverge_factor="10"), _trainer(diverge_factor="10"),
+                _trainer(surgery="config", diverge_factor="10")]
+    results = RunGroup(trainers).run()
+    assert results[0].status == "diverged" and "diverge" in results[0].message.lower()
+    assert [r.status for r in results[1:]] == ["completed", "completed"]
+    assert trainers[0].epoch < 6 and [t.epoch for t in trainers[1:]] == [6, 6]
+
+
+@pytest.mark.parametrize("settings, blocked", [
+    ({"seed": "1"}, "another problem, points, seed or settings"),
+    ({"points": "pde 100, walls 40, ic 40"}, "another problem, points, seed or settings"),
+    ({"compile": "off"}, "compile = on or graphs"),
+    ({"stage": "adam(lr = 1e-3) epochs = 3; lbfgs epochs = 3", "epochs": None}, "stages"),
+])
+def test_what_keeps_runs_from_a_group(settings, blocked):
+    """Settings in which the second run differs from the first (compile and stages: both runs)."""
+    both = {k: v for k, v in settings.items() if k in ("compile", "stage", "epochs")}
+    trainers = [_trainer(**both), _trainer(surgery="config", **settings)]
+    reason = group_blocker(trainers)
+    assert reason is not None and blocked in reason
+    with pytest.raises(ValueError, match="cannot train as one group"):
+        RunGroup(trainers)
+
+
+def test_a_group_needs_two_runs():
+    assert "at least two" in group_blocker([_trainer()])
