@@ -5,7 +5,8 @@ Each case is a ``.pinn`` spec under ``benchmarks/pinnacle/cases/`` written with 
 defaults (5 x 100 tanh, Glorot normal, Adam 1e-3, 20,000 epochs, Hammersley points drawn once, one loss per
 condition).  Every (case, method) is one :class:`pinnspec.sweep.Sweep` under ``OUT/runs/CASE/METHOD``; all
 unfinished runs share one pool of ``--jobs`` worker processes (on ``--device cuda`` they share the GPU), so
-the same command run again skips finished runs and resumes interrupted ones.
+the same command run again skips finished runs and resumes interrupted ones.  ``--together``: a case's methods of
+one seed train as one `pinnspec.engine.RunGroup` per worker (their losses and G as one batched graph).
 
 A method is a surgery method with an optional ``+gua`` and an optional ``+enforce`` (every condition of the case
 that ``enforce`` takes: `enforceable`): ``adam`` (PINNacle's vanilla PINN: the losses summed, Adam), ``config``,

@@ -1,6 +1,6 @@
 """The CUDA path (skipped without a GPU; run on a lent GPU machine by ``.ci/gpu-check``).
 
-What the CPU suite checks, here on CUDA: training with every surgery method and GUA,
+What the CPU suite checks, here on CUDA: training with every surgery method and GUA, runs trained as a group,
 the forward engine against nested autograd, the compiled losses (inductor, and CUDA
 graphs) and the one-graph step against the eager ones, same seed -> same run, and resume from a checkpoint."""
 
@@ -228,3 +228,25 @@ def test_a_sweep_resumes_a_cuda_run_from_its_checkpoint(tmp_path):
     (full,) = whole.runs
     resumed, uninterrupted = (json.loads(Path(r.run_dir, "result.json").read_text()) for r in (run, full))
     assert resumed["status"] == "completed" and resumed["rel_l2"] == uninterrupted["rel_l2"]
+
+
+@pytest.mark.parametrize("mode", ["on", "graphs"])
+def test_a_group_trains_each_run_as_alone_on_cuda(mode, capsys):
+    """`RunGroup` on CUDA (``graphs``: the batched losses recorded as a CUDA graph, whose outputs the next replay
+    overwrites): adam, ConFIG and ConFIG + GUA in lockstep, each as it trains alone, to rounding (float64)."""
+    from pinnspec.engine import RunGroup
+
+    chains = [{"surgery": "none"}, {"surgery": "config"}, {"surgery": "config", "align": "gua"}]
+
+    def trainer(chain):
+        return Trainer(_spec(TINY, compile=mode, epochs=6, dtype="float64", **chain))
+
+    alone = [trainer(chain) for chain in chains]
+    for t in alone:
+        t.run()
+    together = [trainer(chain) for chain in chains]
+    results = RunGroup(together).run()
+    assert [r.execution for r in results] == ["batched runs"] * 3 and "do not compile" not in capsys.readouterr().err
+    for a, b in zip(alone, together):
+        assert [row["loss"] for row in b.history] == pytest.approx([row["loss"] for row in a.history], rel=1e-9)
+        torch.testing.assert_close(b._theta_flat(), a._theta_flat(), rtol=1e-8, atol=1e-10)
