@@ -17,7 +17,6 @@ not change.
 
 from __future__ import annotations
 
-import sys
 from typing import Callable
 
 import torch
@@ -71,21 +70,15 @@ class RunGroup:
         if blocker is not None:
             raise ValueError(f"these runs cannot train as one group: {blocker}")
         self.trainers = list(trainers)
-        self.notice = notice or (lambda text: print(f"pinnspec: {text}", file=sys.stderr))
         lead = self.trainers[0]
+        self.notice = notice or lead._notice
         fused = FusedGradients(lead.problem, lead.model, lead.params, lead.grouping.name)
         self.batched: BatchedGradients | None = BatchedGradients(fused, lead.plan.mode)
         self._results: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # this epoch's, [R, ...]
         for index, trainer in enumerate(self.trainers):
-            trainer.execution.install(_BatchedStep(trainer.execution.ctx, _Member(self, index),
-                                                   compile_chain=trainer.chain.compiles))
-
-    def describe(self) -> str:
-        """One line: how the group's steps run."""
-        runs = ", ".join(t.out or f"{t.spec.ir.name} ({t.spec.ir.training.surgery})" for t in self.trainers)
-        how = ("every run's losses and G as one compiled graph, each run's update chain its own" if self.batched
-               else "each run's losses its own (the batched graph did not compile)")
-        return f"{len(self.trainers)} runs in lockstep ({runs}): {how}"
+            execution = trainer.execution
+            execution.install(_BatchedStep(execution.ctx, _Member(self, index), compile_chain=trainer.chain.compiles,
+                                           notice=execution.notice))
 
     def run(self) -> list[Result]:
         """Train every run to its last epoch (or until Ctrl-C: every run finishes the epoch and checkpoints;
@@ -158,9 +151,10 @@ class _BatchedStep(TwoGraphs):
     """A group member's step: the group's losses and G, then its own update chain (compiled, or eagerly where
     it does not compile)."""
 
-    def __init__(self, ctx, member: _Member, *, compile_chain: bool):
+    def __init__(self, ctx, member: _Member, *, compile_chain: bool, notice: Callable[[str], None]):
         super().__init__(ctx, member, compile_chain=compile_chain)
         self.name = BATCHED if compile_chain else BATCHED_CHAIN_EAGER
+        self.notice = notice
 
     def __call__(self, theta, points, state, queued):
         try:
@@ -168,7 +162,6 @@ class _BatchedStep(TwoGraphs):
         except Demote as failure:
             if failure.part != "chain":
                 raise
-            print(f"pinnspec: {failure.notice}", file=sys.stderr)
+            self.notice(failure.notice)
             self.chain, self.name = None, BATCHED_CHAIN_EAGER
             return super().__call__(theta, points, state, queued)
-

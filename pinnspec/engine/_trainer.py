@@ -293,6 +293,7 @@ class Trainer:
         self._points = None
         self._next_points = None  # (block, points) drawn ahead by _draw_ahead
         self._stop_requested = False
+        self._bar = self._previous_sigint = self._started = None  # set while the run trains (`begin_run`)
 
         self.lowest_loss: tuple[float, int, list[float]] | None = None  # (loss, epoch, task losses): blow-ups
         self.has_reference = self.problem.has_reference

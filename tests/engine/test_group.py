@@ -86,3 +86,21 @@ def test_what_keeps_runs_from_a_group(settings, blocked):
 
 def test_a_group_needs_two_runs():
     assert "at least two" in group_blocker([_trainer()])
+
+
+def test_a_batched_graph_that_does_not_compile_leaves_each_run_its_own(monkeypatch):
+    from pinnspec.engine import _compiled
+
+    def fails(self, thetas, points):
+        raise torch._dynamo.exc.Unsupported("a test's stand-in for a failed trace")
+
+    monkeypatch.setattr(_compiled.BatchedGradients, "__call__", fails)
+    notices = []
+    trainers = [_trainer(**chain) for chain in CHAINS[:2]]
+    results = RunGroup(trainers, notice=notices.append).run()
+    assert [r.status for r in results] == ["completed"] * 2
+    assert [r.execution for r in results] == ["one graph"] * 2
+    assert len(notices) == 1 and "batched losses do not compile (a test's stand-in" in notices[0]
+    alone = _trainer(**CHAINS[1])
+    alone.run()
+    assert torch.equal(alone._theta_flat(), trainers[1]._theta_flat())  # its own graph: the run alone, bit for bit
