@@ -91,8 +91,10 @@ class GroupSteps:
     """A case's methods as one `RunGroup` (``--together``), stepped an epoch at a time like a trainer: the batched
     losses and G, then each run's step."""
 
-    def __init__(self, path: str, methods: list[str], stack: str, epochs: int, *, divide: int = 1):
-        self.trainers = [case_trainer(path, method, stack, epochs, divide=divide) for method in methods]
+    def __init__(self, path: str, methods: list[str], stack: str, epochs: int, *, divide: int = 1, device: str = "cpu",
+                 compile: str = "on"):
+        self.trainers = [case_trainer(path, method, stack, epochs, divide=divide, device=device, compile=compile)
+                         for method in methods]
         self.group = RunGroup(self.trainers)
 
     @property

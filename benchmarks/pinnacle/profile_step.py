@@ -8,9 +8,11 @@ the kernels in it (torch.profiler over five more steps) and the step's roofline 
 (count_kernels.py: the arithmetic and inductor's traffic estimate of the losses and G, compiled for the device).
 
     python benchmarks/pinnacle/profile_step.py [--case burgers1d] [--method adam] [--stack on] [--compile on]
-           [--device cuda] [--gpu h100-sxm] [--steps 50] [--top 12] [--divide 1]
+           [--device cuda] [--gpu h100-sxm] [--steps 50] [--top 12] [--divide 1] [--together adam,config,...]
 
-``--divide`` shrinks every point count (a quick look on the CPU), the roofline's with them.
+``--divide`` shrinks every point count (a quick look on the CPU), the roofline's with them.  ``--together``
+times instead one epoch of the case's methods as one group (`pinnspec bench pinnacle --together`), against R
+times one run's roofline.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from torch.profiler import ProfilerActivity, profile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from count_kernels import GPUS, arithmetic_and_traffic, case_trainer, roofline_seconds  # noqa: E402
+from count_kernels import GPUS, GroupSteps, arithmetic_and_traffic, case_trainer, roofline_seconds  # noqa: E402
 
 from pinnspec.bench._pinnacle import CASES, case_names  # noqa: E402
 
@@ -51,14 +53,21 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--top", type=int, default=12, help="kernels listed, by device time")
     p.add_argument("--divide", type=int, default=1, help="every point count divided by this (at least 4)")
+    p.add_argument("--together", metavar="METHODS", default=None,
+                   help="these methods (comma-separated) as one group, in place of --method")
     args = p.parse_args()
     (case,) = case_names(args.case)
     path = os.path.join(HERE, "cases", f"{case}.pinn")
     epochs = WARM_UP + args.steps + PROFILED
     trainer = case_trainer(path, args.method, args.stack, epochs, divide=args.divide, device=args.device,
                            compile=args.compile)
-    gflop, gb, gb_products = arithmetic_and_traffic(trainer)
-    roofline = roofline_seconds(gflop, gb, gb_products, args.gpu)
+    gflop, gb, gb_products = arithmetic_and_traffic(trainer)  # the same for every method
+    runs = 1
+    if args.together:
+        methods = args.together.split(",")
+        trainer, runs = GroupSteps(path, methods, args.stack, epochs, divide=args.divide, device=args.device,
+                                   compile=args.compile), len(methods)
+    roofline = runs * roofline_seconds(gflop, gb, gb_products, args.gpu)
 
     for epoch in range(WARM_UP):
         trainer.step(epoch)
@@ -88,12 +97,13 @@ def main() -> None:
         by_name = {a.key: [a.self_cpu_time_total / a.count] * a.count for a in averages if a.count}
     kernels = sum(len(v) for v in by_name.values()) / PROFILED
 
-    print(f"{CASES[case].label} {args.method}, stack {args.stack}, compile {args.compile} "
+    what = f"{args.together} together" if args.together else args.method
+    print(f"{CASES[case].label} {what}, stack {args.stack}, compile {args.compile} "
           f"({trainer.execution.current}), {args.device}: {torch.__version__}"
           + (f", {torch.cuda.get_device_name()}" if cuda else ""))
     print(f"step {step * 1e3:.3f} ms (median of {args.steps}); {'kernels' if cuda else 'operators'} "
           f"{kernels:.0f} per step, {device_us / 1e3:.3f} ms of {'device' if cuda else 'CPU'} time")
-    print(f"roofline on {args.gpu}: {roofline * 1e6:.0f} us ({gflop:.1f} GFLOP, {gb:.3f} GB, products "
+    print(f"roofline on {args.gpu}: {roofline * 1e6:.0f} us ({runs} x {gflop:.1f} GFLOP, {gb:.3f} GB, products "
           f"{gb_products:.3f} GB): the step reaches {roofline / step:.1%} of it"
           + (f", its kernels {roofline / (device_us * 1e-6):.1%}" if cuda else ""))
     rows = sorted(by_name.items(), key=lambda item: -sum(item[1]))[:args.top]
