@@ -50,20 +50,14 @@ def init_pool_worker(threads: int) -> None:
     set_threads(threads)
 
 
-def run_one(task: dict) -> dict:
-    """Train one planned run into ``task["run_dir"]``; returns the Result as a dict.
-
-    ``task``: name, run_dir, source, filename, base_dir (the planned spec),
-    action ("fresh" | "resume"), threads.  A resume loads the checkpoint into a
-    trainer built from the planned spec (the same text as the run's config.pinn,
-    with data paths resolved against the spec's own folder)."""
-    return run_tasks([task])[0]
-
-
 def run_tasks(tasks: list[dict]) -> list[dict]:
-    """Train the planned runs ``tasks`` (each as `run_one` takes it); one answer per task, in order.  Several
-    tasks train as one `pinnspec.engine.RunGroup` (lockstep, their losses and G as one batched graph) where
-    `group_blocker` lets them, else one after another (the reason printed once)."""
+    """Train the planned runs ``tasks`` into their ``run_dir``s; one answer per task (its Result as a dict), in
+    order.  Several tasks train as one `pinnspec.engine.RunGroup` (in lockstep, their losses and G as one batched
+    graph) where `group_blocker` lets them, else one after another (the reason printed once).
+
+    A task: name, run_dir, source, filename, base_dir (the planned spec), action ("fresh" | "resume"), threads.  A
+    resume loads the checkpoint into a trainer built from the planned spec (the same text as the run's
+    config.pinn, with data paths resolved against the spec's own folder)."""
     if tasks[0].get("threads"):
         set_threads(int(tasks[0]["threads"]))
     import torch

@@ -14,8 +14,8 @@ from pinnspec.engine._execute import BATCHED
 from pinnspec.lang._overrides import apply_overrides
 
 TINY = Path(__file__).resolve().parent / "data" / "tiny.pinn"
-CHAINS = [{"surgery": "none", "align": "none"}, {"surgery": "config", "align": "none"},
-          {"surgery": "config", "align": "gua"}]
+#: two runs everywhere: every test's group compiles the same batched graph (inductor's cache serves the repeats)
+CHAINS = [{"surgery": "none", "align": "none"}, {"surgery": "config", "align": "gua"}]
 
 
 def _trainer(out=None, log=None, **settings) -> Trainer:
@@ -25,12 +25,13 @@ def _trainer(out=None, log=None, **settings) -> Trainer:
 
 
 def test_a_group_trains_each_run_as_it_trains_alone():
-    alone = [_trainer(**chain) for chain in CHAINS]
+    """The oracle: each run alone and eagerly (`compile = off`: no compiled graph at all)."""
+    alone = [_trainer(compile="off", **chain) for chain in CHAINS]
     for trainer in alone:
         trainer.run()
     together = [_trainer(**chain) for chain in CHAINS]
     results = RunGroup(together).run()
-    assert [r.status for r in results] == ["completed"] * 3
+    assert [r.status for r in results] == ["completed"] * 2
     assert {r.execution for r in results} == {BATCHED}
     for a, b in zip(alone, together):
         assert len(a.history) == len(b.history) == 6
@@ -39,8 +40,8 @@ def test_a_group_trains_each_run_as_it_trains_alone():
             assert [row_b[f"task{i}"] for i in range(3)] == pytest.approx([row_a[f"task{i}"] for i in range(3)],
                                                                           rel=1e-9)
         torch.testing.assert_close(b._theta_flat(), a._theta_flat(), rtol=1e-8, atol=1e-10)
-    # the three chains took different steps: the group did not train one run three times
-    assert not torch.equal(together[0]._theta_flat(), together[2]._theta_flat())
+    # the chains took different steps: the group did not train one run twice
+    assert not torch.equal(together[0]._theta_flat(), together[1]._theta_flat())
 
 
 def test_a_resumed_group_goes_on_bit_for_bit(tmp_path):
@@ -50,22 +51,21 @@ def test_a_resumed_group_goes_on_bit_for_bit(tmp_path):
     stopped = [_trainer(str(tmp_path / "b" / str(k)), checkpoint_every="3", log=lambda line: stopper[0].request_stop(),
                         **c) for k, c in enumerate(CHAINS)]
     stopper.append(RunGroup(stopped))
-    assert [r.status for r in stopper[0].run()] == ["interrupted"] * 3
-    assert [t.epoch for t in stopped] == [3, 3, 3]
-    resumed = [load_run(str(tmp_path / "b" / str(k))) for k in range(3)]
-    assert [r.status for r in RunGroup(resumed).run()] == ["completed"] * 3
+    assert [r.status for r in stopper[0].run()] == ["interrupted"] * 2
+    assert [t.epoch for t in stopped] == [3, 3]
+    resumed = [load_run(str(tmp_path / "b" / str(k))) for k in range(2)]
+    assert [r.status for r in RunGroup(resumed).run()] == ["completed"] * 2
     for a, b in zip(uninterrupted, resumed):
         assert torch.equal(a._theta_flat(), b._theta_flat())
         assert [row["loss"] for row in a.history] == [row["loss"] for row in b.history]
 
 
 def test_a_run_that_diverges_stops_alone():
-    trainers = [_trainer(optimizer="sgd(lr = 1e12)", diverge_factor="10"), _trainer(diverge_factor="10"),
-                _trainer(surgery="config", diverge_factor="10")]
+    trainers = [_trainer(optimizer="sgd(lr = 1e12)", diverge_factor="10"), _trainer(diverge_factor="10")]
     results = RunGroup(trainers).run()
     assert results[0].status == "diverged" and "diverge" in results[0].message.lower()
-    assert [r.status for r in results[1:]] == ["completed", "completed"]
-    assert trainers[0].epoch < 6 and [t.epoch for t in trainers[1:]] == [6, 6]
+    assert results[1].status == "completed"
+    assert trainers[0].epoch < 6 and trainers[1].epoch == 6
 
 
 @pytest.mark.parametrize("settings, blocked", [
@@ -96,11 +96,12 @@ def test_a_batched_graph_that_does_not_compile_leaves_each_run_its_own(monkeypat
 
     monkeypatch.setattr(_compiled.BatchedGradients, "__call__", fails)
     notices = []
-    trainers = [_trainer(**chain) for chain in CHAINS[:2]]
+    # two plain Adam runs (one graph to compile, which the second run and the run alone find in inductor's cache)
+    trainers = [_trainer(), _trainer(optimizer="adam(lr = 1e-2)")]
     results = RunGroup(trainers, notice=notices.append).run()
     assert [r.status for r in results] == ["completed"] * 2
     assert [r.execution for r in results] == ["one graph"] * 2
     assert len(notices) == 1 and "batched losses do not compile (a test's stand-in" in notices[0]
-    alone = _trainer(**CHAINS[1])
+    alone = _trainer(optimizer="adam(lr = 1e-2)")
     alone.run()
     assert torch.equal(alone._theta_flat(), trainers[1]._theta_flat())  # its own graph: the run alone, bit for bit

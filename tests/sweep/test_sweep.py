@@ -313,23 +313,25 @@ def test_importing_the_package_loads_neither_torch_nor_ray():
 
 
 def test_together_trains_the_runs_that_differ_in_their_chain_as_one_group(tmp_path, capsys):
-    """``--together``: per seed, the two surgery methods train as one group (one worker, one batched graph); the
-    two seeds sample other points, so they are two groups.  The runs' results say so, and match a run alone."""
+    """``--together``: the two surgery methods train as one group (one worker, one batched graph); their results
+    say so and match the run trained alone, eagerly, in this process.  (Which runs group: the next test.)"""
+    import pinnspec
+    from pinnspec.engine import Trainer
+    from pinnspec.lang._overrides import apply_overrides
+
     out = tmp_path / "together"
-    settings = ["--set", "epochs=4", "--set", "compile=on", "--set", "dtype=float64", "--threads", "1", "--jobs", "1"]
-    assert main([str(TINY), "--grid", "surgery=config,pcgrad", "--seeds", "0,1", *settings, "--together",
+    settings = {"epochs": "4", "compile": "on", "dtype": "float64"}
+    assert main([str(TINY), "--grid", "surgery=config,pcgrad", "--seeds", "0", "--threads", "1", "--jobs", "1",
+                 *[a for k, v in settings.items() for a in ("--set", f"{k}={v}")], "--together",
                  "--out", str(out)]) == 0
-    assert "4 of 4 runs train in 2 group(s)" in capsys.readouterr().err
+    assert "2 of 2 runs train in 1 group(s)" in capsys.readouterr().err
     results = {p.parent.name: json.loads(p.read_text()) for p in out.glob("*/result.json")}
-    assert len(results) == 4  # PCGrad's chain draws its order on the host: it does not compile
-    assert {r["execution"] for r in results.values()} == {"batched runs", "batched runs, chain eager"}
+    # PCGrad's chain draws its order on the host: it does not compile
+    assert {name: r["execution"] for name, r in results.items()} == {
+        "surgery=config__seed=0": "batched runs", "surgery=pcgrad__seed=0": "batched runs, chain eager"}
     assert {r["status"] for r in results.values()} == {"completed"}
-    alone = tmp_path / "alone"
-    assert main([str(TINY), "--grid", "surgery=pcgrad", "--seeds", "1", *settings, "--out", str(alone)]) == 0
-    (single,) = [json.loads(p.read_text()) for p in alone.glob("surgery=pcgrad*/result.json")]
-    assert single["execution"] == "losses compiled, chain eager"
-    grouped = results["surgery=pcgrad__seed=1"]
-    assert grouped["rel_l2"] == pytest.approx(single["rel_l2"], rel=1e-8)
+    alone = Trainer(apply_overrides(pinnspec.load(TINY), {**settings, "compile": "off", "surgery": "pcgrad"}))
+    assert results["surgery=pcgrad__seed=0"]["rel_l2"] == pytest.approx(alone.run().rel_l2, rel=1e-8)
 
 
 def test_runs_group_by_what_they_train_apart_from_their_chain():
@@ -345,3 +347,21 @@ def test_runs_group_by_what_they_train_apart_from_their_chain():
              task("d", "surgery config\n", action="resume"), task("e", "points pde 100, walls 40, ic 40\n")]
     assert [[t["name"] for t in unit] for unit in _units(tasks, together=True)] == [["a", "b", "c"], ["d"], ["e"]]
     assert [[t["name"] for t in unit] for unit in _units(tasks, together=False)] == [["a"], ["b"], ["c"], ["d"], ["e"]]
+
+
+def test_runs_that_cannot_form_a_group_train_one_after_another_in_the_worker(tmp_path, capsys):
+    from pinnspec.sweep._worker import run_tasks
+
+    import pinnspec
+    from pinnspec.lang._overrides import apply_overrides
+
+    def source(surgery):  # compile off (the default): no batched graph
+        return apply_overrides(pinnspec.load(TINY), {"epochs": "2", "device": "cpu", "surgery": surgery}).source
+
+    tasks = [{"name": name, "run_dir": str(tmp_path / name), "source": source(surgery), "filename": str(TINY),
+              "base_dir": str(TINY.parent), "action": "fresh"} for name, surgery in (("a", "config"), ("b", "pcgrad"))]
+    answers = run_tasks(tasks)
+    assert "2 runs train one after another, not as a group" in capsys.readouterr().err
+    assert [a["name"] for a in answers] == ["a", "b"] and [a["together"] for a in answers] == [1, 1]
+    assert [a["result"]["status"] for a in answers] == ["completed", "completed"]
+    assert [a["result"]["execution"] for a in answers] == ["eager", "eager"]
