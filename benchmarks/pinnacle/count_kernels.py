@@ -88,8 +88,8 @@ def case_trainer(path: str, method: str, stack: str, epochs: int, *, divide: int
 
 
 class GroupSteps:
-    """A case's methods as one `RunGroup` (``--together``), stepped an epoch at a time like a trainer: the batched
-    losses and G, then each run's step."""
+    """A case's methods as one `RunGroup` (``--together``), stepped an epoch at a time like a trainer
+    (`RunGroup.step`)."""
 
     def __init__(self, path: str, methods: list[str], stack: str, epochs: int, *, divide: int = 1, device: str = "cpu",
                  compile: str = "on"):
@@ -102,9 +102,7 @@ class GroupSteps:
         return self.trainers[0].execution
 
     def step(self, epoch: int) -> None:
-        self.group.prepare(epoch)
-        for trainer in self.trainers:
-            trainer.step(epoch)
+        self.group.step(epoch)
 
 
 def count(trainer: Trainer, steps: int) -> tuple[float, float]:

@@ -4,7 +4,8 @@ Runs that differ only in their update chain (surgery, alignment, optimizer, sche
 seed train on the same points from the same initial weights.  A group steps them in lockstep: at each epoch one
 compiled graph computes every run's losses and G (`BatchedGradients`: the losses vmapped over the runs'
 parameters, each layer of the R networks one batched matrix product), then each run takes its own update chain's
-step, validation, history and checkpoint exactly as it would alone.  On a GPU the R runs then launch the kernels
+step (every run's queued before the host waits for any), validation, history and checkpoint exactly as it would
+alone.  On a GPU the R runs then launch the kernels
 of one run's losses, each R times larger, instead of R times as many; on the CPU the batched products are no
 faster than R single ones.
 
@@ -91,15 +92,8 @@ class RunGroup:
             active = [t for t in trainers if t.epoch < t.epochs]
             epoch = trainers[0].epoch
             while active:
-                self.prepare(epoch, active[0])
-                lead, running = active[0], []
-                for trainer in active:
-                    if trainer is not lead:  # the lead's points (drawn once for all: the same seed and plan)
-                        trainer._points_block, trainer._points = lead._points_block, lead._points
-                        trainer._next_points = lead._next_points
-                    if trainer.train_epoch(epoch):
-                        running.append(trainer)
-                active = running
+                launched = self._launch(epoch, active)
+                active = [t for t, queued in zip(active, launched) if t.train_epoch(epoch, queued)]
                 epoch += 1
         finally:
             self._results = None
@@ -108,17 +102,33 @@ class RunGroup:
                 trainer.end_epochs()
         return [trainer.finish_run() for trainer in trainers]
 
+    def step(self, epoch: int) -> list[dict]:
+        """One lockstep step of every run, its history row each (no validation, history or checkpoint: what a
+        benchmark times)."""
+        return [t.step(epoch, queued) for t, queued in zip(self.trainers, self._launch(epoch, self.trainers))]
+
+    def _launch(self, epoch: int, active: list[Trainer]) -> list[tuple]:
+        """The batched losses and G, then every active run's chain, queued before the host waits for any: each
+        run's `Trainer.launch_step`, on the first active run's points."""
+        lead, launched = active[0], []
+        self._prepare(epoch, lead)
+        for trainer in active:
+            if trainer is not lead:  # the lead's points (drawn once for all: the same seed and plan)
+                trainer._points_block, trainer._points = lead._points_block, lead._points
+                trainer._next_points = lead._next_points
+            launched.append(trainer.launch_step(epoch))
+        return launched
+
     def request_stop(self) -> None:
         """Every run stops after the epoch in progress, checkpointed (what Ctrl-C does)."""
         for trainer in self.trainers:
             trainer.request_stop()
 
-    def prepare(self, epoch: int, lead: Trainer | None = None) -> None:
-        """Every run's losses and G at ``epoch`` on the points of ``lead`` (default: the first run), kept for the
-        runs' steps (`Trainer.step`) to take."""
+    def _prepare(self, epoch: int, lead: Trainer) -> None:
+        """Every run's losses and G at ``epoch`` on the points of ``lead``, kept for the runs' steps to take."""
         if self.batched is None:
             return
-        points = (lead or self.trainers[0])._points_for(epoch)
+        points = lead._points_for(epoch)
         thetas = torch.stack([trainer._theta_flat() for trainer in self.trainers])  # [R, p]
         try:
             self._results = self.batched(thetas, points)

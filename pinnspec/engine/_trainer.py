@@ -495,16 +495,13 @@ class Trainer:
     surgery_state = property(lambda self: self.state.surgery)
     optimizer_state = property(lambda self: self.state.optimizer)
 
-    def step(self, epoch: int) -> dict:
+    def step(self, epoch: int, launched: tuple | None = None) -> dict:
         """One epoch: points -> execute (losses, G, the chain's step) -> one fetch -> divergence checks ->
-        apply -> the history row.  In a second-order stage, one iteration of its method (`_second_order_step`)."""
+        apply -> the history row.  In a second-order stage, one iteration of its method (`_second_order_step`).
+        ``launched``: the first half, already queued (`launch_step`)."""
         if self.qn is not None:
             return self._second_order_step(epoch)
-        points = self._points_for(epoch)
-        start, stage = self.stage_starts[self.stage_index], self.stages[self.stage_index]
-        lr = float(self.schedule(epoch - start, stage.epochs, self.optimizer.lr))
-        out = self.execution(self._theta_flat(), points, self.state, lambda: self._draw_ahead(epoch),
-                             hessian_due=self.chain.hessian_due(self.state))
+        points, lr, out = launched or self.launch_step(epoch)
         values = _fetch(out, self.grouping.m)
         if not values.finite:
             raise TrainingDiverged(self._divergence_message(epoch, out.losses, out.G, out.chain.p))
@@ -518,6 +515,16 @@ class Trainer:
         if magnitudes is not None:
             self.state = self.chain.reweighted(self.state, magnitudes)
         return self._row(epoch, lr, values, diagnosed=lr > 0)  # the zero-rate warmup step is not diagnosed
+
+    def launch_step(self, epoch: int) -> tuple:
+        """The first half of a first-order step, up to its fetch: (points, rate, the execution's `StepOut`), the
+        device's work queued.  A `RunGroup` queues every run's before it waits for any."""
+        points = self._points_for(epoch)
+        start, stage = self.stage_starts[self.stage_index], self.stages[self.stage_index]
+        lr = float(self.schedule(epoch - start, stage.epochs, self.optimizer.lr))
+        out = self.execution(self._theta_flat(), points, self.state, lambda: self._draw_ahead(epoch),
+                             hessian_due=self.chain.hessian_due(self.state))
+        return points, lr, out
 
     def _attend(self, condition: str, squares: torch.Tensor) -> torch.Tensor:
         """`weights rba`: the multipliers lambda_new^2 [N] of a condition's squared residuals [N] in this step,
@@ -753,14 +760,15 @@ class Trainer:
         if self.epoch >= self.epochs:
             self.status = "completed"
 
-    def train_epoch(self, epoch: int) -> bool:
+    def train_epoch(self, epoch: int, launched: tuple | None = None) -> bool:
         """Epoch ``epoch`` (the step, validation, history, checkpoint); False once the run has stopped: its last
-        epoch, a stop request (Ctrl-C) or divergence (the status says which)."""
+        epoch, a stop request (Ctrl-C) or divergence (the status says which).  ``launched``: the step's first half,
+        already queued (`launch_step`, in a run of one stage)."""
         every = self.spec.ir.validation.every
         try:
             if self._stage_of(epoch) != self.stage_index:
                 self._begin_stage(self._stage_of(epoch))
-            row = self.step(epoch)
+            row = self.step(epoch, launched)
         except TrainingDiverged as err:
             self.status, self.message = "diverged", str(err)
             self.history.append({"epoch": self.epoch + 1, "loss": float("nan")})
