@@ -10,8 +10,8 @@ of one run's losses, each R times larger, instead of R times as many; on the CPU
 faster than R single ones.
 
 Each run keeps its own run directory.  A group resumed with the same runs from checkpoints of the same epoch
-goes on bit for bit; the batched graph rounds differently from a run's own (float32: relative differences of
-1e-7 in one step's G), so a run trained in a group and the same run trained alone drift apart slowly, as two
+goes on bit for bit; the batched graph rounds differently from a run's own (its batched products sum in
+another order), so a run trained in a group and the same run trained alone drift apart slowly, as two
 GPUs' runs do.  A run that diverges or stops stays in the batch, its results unused: the graph's shapes do
 not change.
 """

@@ -768,7 +768,7 @@ class Trainer:
         try:
             if self._stage_of(epoch) != self.stage_index:
                 self._begin_stage(self._stage_of(epoch))
-            row = self.step(epoch, launched)
+            row = self.step(epoch) if launched is None else self.step(epoch, launched)
         except TrainingDiverged as err:
             self.status, self.message = "diverged", str(err)
             self.history.append({"epoch": self.epoch + 1, "loss": float("nan")})
