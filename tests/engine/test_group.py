@@ -1,7 +1,7 @@
 """`RunGroup`: runs that differ only in their update chain, trained in lockstep with their losses and G as one
-batched graph.  The oracle is each run trained alone (the same chain on G of its own graph): the batched graph
-rounds differently, so the histories agree to rounding, not bit for bit; a group resumed from its checkpoints
-goes on bit for bit."""
+batched graph.  The oracle is each run trained alone, eagerly (no compiled graph): the batched graph rounds
+differently, so the histories agree to rounding, not bit for bit; a group resumed from its checkpoints goes on bit
+for bit."""
 
 from pathlib import Path
 
