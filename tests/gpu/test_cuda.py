@@ -230,6 +230,26 @@ def test_a_sweep_resumes_a_cuda_run_from_its_checkpoint(tmp_path):
     assert resumed["status"] == "completed" and resumed["rel_l2"] == uninterrupted["rel_l2"]
 
 
+def test_a_group_queues_every_runs_step_without_a_synchronisation():
+    """One epoch of a group up to its one wait (`RunGroup._launch`: the batched losses and G, then adam's and
+    ConFIG + GUA's chains) with CUDA's sync debug mode set to error, after three epochs to compile."""
+    from pinnspec.engine import RunGroup
+
+    trainers = [Trainer(_spec(TINY, compile="on", epochs=10, **chain))
+                for chain in ({"surgery": "none"}, {"surgery": "config", "align": "gua"})]
+    group = RunGroup(trainers)
+    for epoch in range(3):
+        group.step(epoch)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        launched = group._launch(3, trainers)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    rows = [trainer.step(3, queued) for trainer, queued in zip(trainers, launched)]
+    assert all(row["loss"] > 0 for row in rows)
+
+
 @pytest.mark.parametrize("mode", ["on", "graphs"])
 def test_a_group_trains_each_run_as_alone_on_cuda(mode, capsys):
     """`RunGroup` on CUDA (``graphs``: the batched losses recorded as a CUDA graph, whose outputs the next replay
