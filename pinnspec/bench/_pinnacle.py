@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch CPU threads per run (default: the cores divided by --jobs)")
     p.add_argument("--together", action="store_true",
                    help="train a case's methods (each seed) as one group in one worker: in lockstep, every "
-                        "method's losses and G as one batched graph (needs --compile on or graphs); on a GPU, "
-                        "a third of the kernel launches for three methods. --jobs then counts groups")
+                        "method's losses and G as one batched graph (needs --compile on or graphs): a third of the "
+                        "compiled kernels per epoch of three methods, for GPUs. --jobs then counts groups")
     p.add_argument("--compile", choices=["off", "on", "graphs"], default=None,
                    help="the runs' compile setting (default: the specs' own, off); on a GPU 'on' is fastest")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
