@@ -367,10 +367,11 @@ class Trainer:
     def _stage_of(self, epoch: int) -> int:
         return max(k for k, start in enumerate(self.stage_starts) if start <= epoch)
 
-    def _setup_stage(self, k: int) -> None:
+    def _setup_stage(self, k: int, *, objective: bool = True) -> None:
         """Make stage ``k`` current: its dtype (the model, params and evaluation points converted), its
-        chain and execution (first-order), or its method and fixed points (second-order).  States are set
-        by the caller: `_initial_stage_state` when a stage begins, a checkpoint when a run resumes."""
+        chain and execution (first-order), or its method and (``objective``) fixed points (second-order).  States
+        are set by the caller: `_initial_stage_state` when a stage begins, a checkpoint when a run resumes (which
+        also sets the points: ``objective`` False)."""
         stage = self.stages[k]
         self.stage_index = k
         dtype = _DTYPES[stage.dtype]
@@ -387,7 +388,8 @@ class Trainer:
             self.qn = quasi_newton(stage.optimizer.name, stage.optimizer.options)
             self.qn_label = stage.optimizer.name
             self.qn_failures, self.qn_stopped = 0, None
-            self._stage_objective(self.stage_starts[k])
+            if objective:
+                self._stage_objective(self.stage_starts[k])
         else:
             self.qn = self.qn_state = self.objective = self._fixed_points = None
 
@@ -989,8 +991,8 @@ class Trainer:
     def load_state_dict(self, state: dict) -> None:
         self.epoch = state["epoch"]
         stage = state.get("stage", 0)  # absent in checkpoints written before stages
-        if stage != self.stage_index:
-            self._setup_stage(stage)  # its dtype before the weights load (a float64 stage keeps every bit)
+        if stage != self.stage_index:  # its dtype before the weights load (a float64 stage keeps every bit); a
+            self._setup_stage(stage, objective=False)  # quasi-Newton stage's points and objective: below
         self.model.load_state_dict(state["model"])
         with torch.no_grad():
             for k, v in state["params"].items():

@@ -119,6 +119,26 @@ def test_resume_inside_a_stage_is_bit_identical(tmp_path, stop_at, second, weigh
     assert _history(tmp_path / "straight") == _history(tmp_path / "first")
 
 
+@pytest.mark.parametrize("sampler, draws", [("", [(30, None)]), (RAD, [])], ids=["hammersley", "rad"])
+def test_a_resume_inside_a_quasi_newton_stage_draws_its_points_once(tmp_path, monkeypatch, sampler, draws):
+    """Loading a checkpoint of the L-BFGS stage (it begins at epoch 30) draws the stage's points once, from
+    (seed, epoch), or not at all where the checkpoint keeps them (`rad`: drawn from the model of then)."""
+    holder = {}
+
+    def stop(line):
+        if line.startswith("epoch 35/"):
+            holder["trainer"]._stop_requested = True
+
+    first = holder["trainer"] = Trainer(_spec("", LBFGS_STAGE, sampler), str(tmp_path / "run"), log=stop)
+    assert first.run().status == "interrupted"
+    saved = load_checkpoint(str(tmp_path / "run" / "checkpoint.pt"))
+    resumed = Trainer(_spec("", LBFGS_STAGE, sampler), str(tmp_path / "run"))
+    drawn, sample = [], Trainer._sample
+    monkeypatch.setattr(Trainer, "_sample", lambda self, *args: drawn.append(args) or sample(self, *args))
+    resumed.load_state_dict(saved)
+    assert drawn == draws and resumed.objective is not None
+
+
 @pytest.mark.parametrize("more", ["", "causal pde(eps = 5, chunks = 4)"], ids=["plain", "causal"])
 def test_an_lbfgs_stage_minimises_the_weighted_sum_at_the_weights_of_the_switch(tmp_path, more):
     """f is a fixed function whose gradient the objective returns: frozen task weights and, for a causal
