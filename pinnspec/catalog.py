@@ -142,8 +142,9 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
 #: the `train` settings that say how a run executes, not what it trains: a stopped run of a sweep or bench may
 #: resume with other values of these (the continuation is then not bit for bit the uninterrupted run)
 EXECUTION_SETTINGS = ("device", "compile", "engine", "stack", "checkpoint_every")
-#: the statements of the update chain: runs whose specs differ only in these (same problem, points and seed) may
-#: train as one group, their losses and G as one batched graph (pinnspec.engine._group)
+#: the statements of the update chain: runs whose specs differ only in these (same problem and points; the seed
+#: too where the points do not depend on it) may train as one group, their losses and G as one batched graph
+#: (pinnspec.engine._group)
 CHAIN_STATEMENTS = ("surgery", "align", "optimizer", "schedule", "weights")
 
 #: `weights NAME(args)`: the loss-balancing stage of the update chain (pinnspec.engine._weights), name ->

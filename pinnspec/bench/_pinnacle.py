@@ -5,8 +5,9 @@ Each case is a ``.pinn`` spec under ``benchmarks/pinnacle/cases/`` written with 
 defaults (5 x 100 tanh, Glorot normal, Adam 1e-3, 20,000 epochs, Hammersley points drawn once, one loss per
 condition).  Every (case, method) is one :class:`pinnspec.sweep.Sweep` under ``OUT/runs/CASE/METHOD``; all
 unfinished runs share one pool of ``--jobs`` worker processes (on ``--device cuda`` they share the GPU), so
-the same command run again skips finished runs and resumes interrupted ones.  ``--together``: a case's methods of
-one seed train as one `pinnspec.engine.RunGroup` per worker (their losses and G as one batched graph).
+the same command run again skips finished runs and resumes interrupted ones.  ``--together``: a case's methods (and
+seeds, where its points do not depend on the seed) train as one `pinnspec.engine.RunGroup` per worker (their
+losses and G as one batched graph).
 
 A method is a surgery method with an optional ``+gua`` and an optional ``+enforce`` (every condition of the case
 that ``enforce`` takes: `enforceable`): ``adam`` (PINNacle's vanilla PINN: the losses summed, Adam), ``config``,
@@ -104,9 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=positive, default=None, metavar="N",
                    help="torch CPU threads per run (default: the cores divided by --jobs)")
     p.add_argument("--together", action="store_true",
-                   help="train a case's methods (each seed) as one group in one worker: in lockstep, every "
-                        "method's losses and G as one batched graph (needs --compile on or graphs): a third of the "
-                        "compiled kernels per epoch of three methods, for GPUs. --jobs then counts groups")
+                   help="train a case's methods (and seeds, where its points do not depend on the seed) as one "
+                        "group in one worker: in lockstep, every run's losses and G as one batched graph (needs "
+                        "--compile on or graphs): a third of the compiled kernels per epoch of three methods, for "
+                        "GPUs. --jobs then counts groups")
     p.add_argument("--compile", choices=["off", "on", "graphs"], default=None,
                    help="the runs' compile setting (default: the specs' own, off); on a GPU 'on' is fastest")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
@@ -448,7 +450,7 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
     lines = ["# pinnspec bench pinnacle", "",
              f"{args.epochs} epochs per run{own}, seeds {','.join(map(str, seed_list))}, device {args.device}, "
              f"jobs {args.jobs or 'default'}, compile {args.compile or 'as the specs say'}"
-             + (", a case's methods together (--together)" if getattr(args, "together", False) else "")
+             + (", each case's runs as one group (--together)" if getattr(args, "together", False) else "")
              + "".join(f", {item}" for item in args.settings)
              + ".  L2RE / L1RE / MSE over every test point and output of the model at the last epoch, mean ± "
              "sample std over the completed seeds (where none completed: over the runs stopped early, at the "

@@ -1,7 +1,8 @@
 """Several runs of one problem trained side by side in one process: `RunGroup`.
 
-Runs that differ only in their update chain (surgery, alignment, optimizer, schedule, loss weights) and share the
-seed train on the same points from the same initial weights.  A group steps them in lockstep: at each epoch one
+Runs that differ only in their update chain (surgery, alignment, optimizer, schedule, loss weights) train on the
+same points: those of one seed, or of several seeds where the points do not depend on the seed (a deterministic
+sampler, drawn once: PINNacle's protocol), each from its seed's initial weights.  A group steps them in lockstep: at each epoch one
 compiled graph computes every run's losses and G (`BatchedGradients`: the losses vmapped over the runs'
 parameters, each layer of the R networks one batched matrix product), then each run takes its own update chain's
 step (every run's queued before the host waits for any), validation, history and checkpoint exactly as it would
@@ -37,12 +38,13 @@ def group_blocker(trainers: list[Trainer]) -> str | None:
     if len(trainers) < 2:
         return "a group needs at least two runs"
     lead = trainers[0]
-    problem = what_it_trains(lead.spec.source, CHAIN_STATEMENTS)
+    problem = what_it_trains(lead.spec.source, CHAIN_STATEMENTS, ("seed",))
     names = [trainer.out or f"run {k + 1} ({trainer.spec.ir.name})" for k, trainer in enumerate(trainers)]
     for name, trainer in zip(names, trainers):
-        if what_it_trains(trainer.spec.source, CHAIN_STATEMENTS) != problem:
-            return (f"{name} trains another problem, points, seed or settings than {names[0]}: the runs of a group "
-                    f"differ only in their {', '.join(CHAIN_STATEMENTS)} statements")
+        if what_it_trains(trainer.spec.source, CHAIN_STATEMENTS, ("seed",)) != problem:
+            return (f"{name} trains another problem, points or settings than {names[0]}: the runs of a group "
+                    f"differ only in their {', '.join(CHAIN_STATEMENTS)} statements (and their seed, where the "
+                    "points do not depend on it)")
         if trainer.distributed:
             return f"{name} is data-parallel"
         if len(trainer.stages) > 1 or trainer.stages[0].second_order:
@@ -57,6 +59,11 @@ def group_blocker(trainers: list[Trainer]) -> str | None:
                     "compile = on or graphs, the forward engine and no loss term of the network's own")
         if trainer.epoch != lead.epoch:
             return f"{name} stands at epoch {trainer.epoch}, {names[0]} at {lead.epoch}"
+    seeds = {trainer.seed for trainer in trainers}
+    if len(seeds) > 1 and not lead.problem.point_plan.seeds_share_points(seeds):
+        return (f"the seeds {', '.join(map(str, sorted(seeds)))} train on other points (the points are drawn from "
+                "the seed, or drawn anew during training): a group's runs share one seed, or points that do "
+                "not depend on it (a deterministic sampler such as hammersley, resample never)")
     return None
 
 
@@ -113,7 +120,7 @@ class RunGroup:
         lead, launched = active[0], []
         self._prepare(epoch, lead)
         for trainer in active:
-            if trainer is not lead:  # the lead's points (drawn once for all: the same seed and plan)
+            if trainer is not lead:  # the lead's points (drawn once for all: the same points, `group_blocker`)
                 trainer._points_block, trainer._points = lead._points_block, lead._points
                 trainer._next_points = lead._next_points
             launched.append(trainer.launch_step(epoch))

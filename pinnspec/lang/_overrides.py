@@ -168,10 +168,11 @@ def _train_line(line: int, settings: dict[str, str], written: dict[str, str], pl
     return text
 
 
-def what_it_trains(source: str, leave_out: tuple[str, ...] = ()) -> tuple[tuple, dict[str, str]]:
+def what_it_trains(source: str, leave_out: tuple[str, ...] = (), settings_left_out: tuple[str, ...] = ()
+                   ) -> tuple[tuple, dict[str, str]]:
     """A spec's statements as written (comments and layout aside; the `train` statement without its execution
-    settings (``catalog.EXECUTION_SETTINGS``), its other settings in any order; statements whose keyword is in
-    ``leave_out`` left out), and its execution settings, name -> value text."""
+    settings (``catalog.EXECUTION_SETTINGS``) and ``settings_left_out``, its other settings in any order;
+    statements whose keyword is in ``leave_out`` left out), and its execution settings, name -> value text."""
     from ._parser import parse
 
     tree = parse(source)
@@ -184,6 +185,8 @@ def what_it_trains(source: str, leave_out: tuple[str, ...] = ()) -> tuple[tuple,
             continue
         others = {}
         for setting in statement.settings:
+            if setting.name.name in settings_left_out:
+                continue
             value = " ".join(setting.value.span.text(source).split())
             (execution if setting.name.name in catalog.EXECUTION_SETTINGS else others)[setting.name.name] = value
         statements.append(("train", tuple(sorted(others.items()))))

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import ir
 from ..registry import SAMPLERS
+from ._adaptive import AdaptiveSampler
 from ._data import load_data
 from ._regions import PointSet, sample_region
 
@@ -119,6 +120,17 @@ class PointPlan:
                 out.append(sample_region(s.region, self.coordinates, s.count, self.sampler, rng))
         return out
 
+    def seeds_share_points(self, seeds) -> bool:
+        """Whether runs of every seed in ``seeds`` train on the same points: the plan draws once (it never
+        resamples, and no adaptive sampler follows a model) and the seeds' draws are equal, as a deterministic
+        sampler's are (``hammersley``, ``grid``) on regions that take no random choice."""
+        seeds = sorted({int(seed) for seed in seeds})
+        if self.resample_every is not None or isinstance(self.sampler, AdaptiveSampler):
+            return False
+        first, *others = (self.sample(seed, 0) for seed in seeds)
+        return all(_same(a.x, b.x) and _same(a.partner, b.partner)
+                   for draw in others for a, b in zip(first, draw))
+
     def _load(self, s: PlannedSet) -> tuple[np.ndarray, np.ndarray]:
         if s.index not in self._data:
             self._data[s.index] = load_data(self.data_path(s.region), self.coordinates, s.region.fields)
@@ -136,3 +148,7 @@ class PointPlan:
 def _check_nonnegative(what: str, value: int) -> None:
     if isinstance(value, bool) or int(value) != value or value < 0:
         raise ValueError(f"{what} must be a whole number >= 0, got {value!r}")
+
+
+def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))

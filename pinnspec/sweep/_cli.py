@@ -51,8 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus-per-run", type=float, default=0.0, metavar="G",
                    help="with --ray: GPUs each run asks for (default 0)")
     p.add_argument("--together", action="store_true",
-                   help="runs that differ only in their update chain (surgery, align, optimizer, schedule, weights) "
-                        "train as one group in one worker: in lockstep, their losses and G as one batched graph "
+                   help="runs that differ only in their update chain (surgery, align, optimizer, schedule, weights; and "
+                        "seed, where the points do not depend on it) train as one group in one worker: in lockstep, their losses and G as one batched graph "
                         "(compile = on or graphs; on a GPU, fewer and larger kernels)")
     p.add_argument("--dry-run", action="store_true", help="list the runs and what would happen to each; run nothing")
     return p

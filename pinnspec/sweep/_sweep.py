@@ -342,7 +342,8 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
     paper benchmarks run their (problem, grouping) cells this way.
 
     ``together``: unfinished runs whose specs differ only in their update chain (``catalog.CHAIN_STATEMENTS``:
-    the same problem, points and seed) and that all start fresh or all resume train as one group in one
+    the same problem and points; the seed too, where the points do not depend on it) and that all start fresh
+    or all resume train as one group in one
     worker (`pinnspec.engine.RunGroup`: in lockstep, every run's losses and G as one batched graph); ``jobs``
     then counts workers, each training one run or one group."""
     reports, stale = [], []
@@ -483,18 +484,38 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
 
 def _units(tasks: list[dict], together: bool) -> list[list[dict]]:
     """The tasks as units of work: each run alone, or (``together``) the runs that differ only in their update
-    chain and share their action, in order of their first run."""
+    chain (and in their seed, where the points do not depend on it: `PointPlan.seeds_share_points`) and share
+    their action, in order of their first run."""
     if not together:
         return [[task] for task in tasks]
     units: dict[tuple, list[dict]] = {}
+    shared: dict[tuple, bool] = {}  # (what the run trains but its seed) -> whether its points are the seed's own
     for task in tasks:
         try:
-            statements, execution = what_it_trains(task["source"], CHAIN_STATEMENTS)
-            key = (statements, tuple(sorted(execution.items())), task["base_dir"], task["action"])
-        except SpecError:
+            statements, execution = what_it_trains(task["source"], CHAIN_STATEMENTS, ("seed",))
+            problem = (statements, tuple(sorted(execution.items())), task["base_dir"], task["action"])
+            if problem not in shared:
+                shared[problem] = _seed_free(task)
+            key = (problem, None if shared[problem] else _seed_of(task["source"]))
+        except (SpecError, OSError, ValueError):
             key = (task["run_dir"],)
         units.setdefault(key, []).append(task)
     return list(units.values())
+
+
+def _seed_of(source: str) -> str | None:
+    """The seed a spec's `train` statement gives (None: the default)."""
+    statements, _ = what_it_trains(source)
+    return next((dict(s[1]) for s in statements if isinstance(s, tuple)), {}).get("seed")
+
+
+def _seed_free(task: dict) -> bool:
+    """Whether a task's spec trains every seed on the same points (two seeds' draws compared)."""
+    from ..lang import loads
+    from ..sampling import PointPlan
+
+    spec = loads(task["source"], filename=task["filename"], base_dir=task["base_dir"])
+    return PointPlan(spec.ir).seeds_share_points((0, 1))
 
 
 def _describe(answer: dict) -> str:

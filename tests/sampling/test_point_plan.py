@@ -174,3 +174,17 @@ def test_domain_spec_sets_are_pure_in_seed_and_epoch():
             assert np.array_equal(a.normals, b.normals)
             np.testing.assert_allclose(np.linalg.norm(a.normals, axis=1), 1.0, atol=1e-12)
     assert np.all(problem.domain.shape.inside(first[0].x))
+
+
+@pytest.mark.parametrize("sampling, shared", [
+    ("sampler hammersley\nresample never\n", True),  # deterministic, drawn once: PINNacle's protocol
+    ("sampler grid\nresample never\n", True),
+    ("sampler hammersley\nresample every 10\n", False),  # drawn anew during training
+    ("sampler lhs\nresample never\n", False),  # random: the seed's own
+    ("sampler rad(k = 1, c = 1)\nresample never\n", False),  # adaptive: follows each run's model
+])
+def test_seeds_share_points_where_the_plan_draws_once_and_deterministically(sampling, shared):
+    plan = plan_of(HEAD + sampling + "points a 64, b 64, c 32, ic 16, left 8, right 8, tb 8\n")
+    assert plan.seeds_share_points([0, 1, 2]) is shared
+    if shared:  # the oracle: the draws themselves
+        assert same(plan.sample(0, 0), plan.sample(7, 0))

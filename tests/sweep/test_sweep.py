@@ -335,18 +335,25 @@ def test_together_trains_the_runs_that_differ_in_their_chain_as_one_group(tmp_pa
 
 
 def test_runs_group_by_what_they_train_apart_from_their_chain():
+    import pinnspec
+    from pinnspec.lang._overrides import apply_overrides
     from pinnspec.sweep._sweep import _units
 
-    source = TINY.read_text()
-
-    def task(name, extra, action="fresh"):
-        return {"name": name, "run_dir": name, "source": source + extra, "filename": "f", "base_dir": "b",
+    def task(name, action="fresh", **overrides):
+        source = apply_overrides(pinnspec.load(TINY), overrides).source
+        return {"name": name, "run_dir": name, "source": source, "filename": str(TINY), "base_dir": str(TINY.parent),
                 "action": action}
 
-    tasks = [task("a", "surgery config\n"), task("b", "surgery pcgrad\nalign gua\n"), task("c", "optimizer sgd\n"),
-             task("d", "surgery config\n", action="resume"), task("e", "points pde 100, walls 40, ic 40\n")]
+    tasks = [task("a", surgery="config"), task("b", surgery="pcgrad", align="gua"), task("c", optimizer="sgd"),
+             task("d", action="resume", surgery="config"), task("e", points="pde 100, walls 40, ic 40")]
     assert [[t["name"] for t in unit] for unit in _units(tasks, together=True)] == [["a", "b", "c"], ["d"], ["e"]]
     assert [[t["name"] for t in unit] for unit in _units(tasks, together=False)] == [["a"], ["b"], ["c"], ["d"], ["e"]]
+    # seeds: apart where the points are the seed's own (tiny.pinn's sampler), together where they are not
+    hammersley = {"sampler": "hammersley", "resample": "never"}
+    seeds = [task("random0", seed="0"), task("random1", seed="1"), task("hammersley0", seed="0", **hammersley),
+             task("hammersley1", seed="1", surgery="config", **hammersley)]
+    assert [[t["name"] for t in unit] for unit in _units(seeds, together=True)] == [
+        ["random0"], ["random1"], ["hammersley0", "hammersley1"]]
 
 
 def test_runs_that_cannot_form_a_group_train_one_after_another_in_the_worker(tmp_path, capsys):
