@@ -210,7 +210,8 @@ def main() -> None:
                 gflop, gb, gb_products = arithmetic_and_traffic(full)
                 roofline = {gpu: roofline_seconds(gflop, gb, gb_products, gpu) for gpu in GPUS}
             methods = args.methods.split(",")
-            units = [(method, functools.partial(case_trainer, path, method, stack, 5 + args.steps)) for method in methods]
+            units = [(method, functools.partial(case_trainer, path, method, stack, 5 + args.steps))
+                     for method in methods]
             if args.together:
                 units.append(("together", functools.partial(GroupSteps, path, methods, stack, 5 + args.steps)))
             for label, build in units:

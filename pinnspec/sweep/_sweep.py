@@ -489,7 +489,7 @@ def _units(tasks: list[dict], together: bool) -> list[list[dict]]:
     if not together:
         return [[task] for task in tasks]
     units: dict[tuple, list[dict]] = {}
-    shared: dict[tuple, bool] = {}  # (what the run trains but its seed) -> whether its points are the seed's own
+    shared: dict[tuple, bool] = {}  # (what the run trains but its seed) -> whether every seed has the same points
     for task in tasks:
         try:
             statements, execution = what_it_trains(task["source"], CHAIN_STATEMENTS, ("seed",))
