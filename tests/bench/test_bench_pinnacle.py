@@ -121,6 +121,15 @@ def test_metrics_against_loops():
 
 
 @pytest.mark.parametrize("name", list(_pinnacle.CASES))
+def test_every_case_but_poisson2dc_trains_all_seeds_on_the_same_points(name):
+    """What lets `--together` put a case's seeds in one group: Hammersley points drawn once do not depend on the
+    seed; Poisson2d-C's holes are sampled with the seed's generator."""
+    from pinnspec.sampling import PointPlan
+
+    assert PointPlan(load(CASES / f"{name}.pinn").ir).seeds_share_points([0, 1, 2]) is (name != "poisson2dc")
+
+
+@pytest.mark.parametrize("name", list(_pinnacle.CASES))
 def test_case_specs_follow_pinnacles_protocol(name):
     spec = load(CASES / f"{name}.pinn")
     problem, training = spec.ir, spec.ir.training
