@@ -211,7 +211,7 @@ def _run_local(units: list[list[dict]], jobs: int, threads: int, done, fresh_pro
         try:
             for future in as_completed(futures):
                 reported.add(future)
-                _report(futures[future], future, done)
+                _report(futures[future], future.result, done)
         except KeyboardInterrupt:
             # one SIGINT to each worker (they left the terminal's process group): a run finishes its
             # epoch, checkpoints and returns "interrupted"; a second Ctrl-C stops them at once
@@ -225,15 +225,15 @@ def _run_local(units: list[list[dict]], jobs: int, threads: int, done, fresh_pro
                 raise _StoppedAtOnce from None
             for future, unit in futures.items():
                 if future not in reported and future.done() and not future.cancelled() and future.exception() is None:
-                    _report(unit, future, done)
+                    _report(unit, future.result, done)
             raise
 
 
-def _report(unit: list[dict], future, done) -> None:
-    """``done(task, answer, error)`` for each run of a finished unit (a run that an interruption kept from
-    starting has no answer: nothing to report)."""
+def _report(unit: list[dict], answers_of, done) -> None:
+    """``done(task, answer, error)`` for each run of a finished unit, ``answers_of()`` its answers (a run that
+    an interruption kept from starting has no answer: nothing to report)."""
     try:
-        answers = future.result()
+        answers = answers_of()
     except Exception as err:  # noqa: BLE001  (recorded; the other runs go on)
         for task in unit:
             done(task, None, err)
@@ -289,13 +289,7 @@ def _run_ray(units: list[list[dict]], threads: int, gpus: float, jobs: int | Non
                 pending[remote.remote(unit)] = unit
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                unit = pending.pop(ref)
-                try:
-                    answers = ray.get(ref)
-                except Exception as err:  # noqa: BLE001
-                    answers = [err] * len(unit)
-                for task, answer in zip(unit, answers):
-                    done(task, *((None, answer) if isinstance(answer, Exception) else (answer, None)))
+                _report(pending.pop(ref), lambda: ray.get(ref), done)
     except KeyboardInterrupt:
         # a running task gets a KeyboardInterrupt through its SIGINT handler: it checkpoints and stops
         for ref in pending:
