@@ -9,11 +9,13 @@ update chain's step (every run's queued before the host waits for any), validati
 exactly as it would alone.  On a GPU the R runs then launch the kernels of one run's losses, each R times larger,
 instead of R times as many; on the CPU the batched products are no faster than R single ones.
 
-Each run keeps its own run directory.  A group resumed with the same runs from checkpoints of the same epoch
-goes on bit for bit; the batched graph rounds differently from a run's own (its batched products sum in
-another order), so a run trained in a group and the same run trained alone drift apart slowly, as two
-GPUs' runs do.  A run that diverges or stops stays in the batch, its results unused: the graph's shapes do
-not change.
+Each run keeps its own run directory, and its checkpoint records its lane: its place among the group's R
+parameter sets in the batched graph.  The batched graph rounds differently from a run's own (its batched
+products sum in another order), so a run trained in a group and the same run trained alone drift apart
+slowly, as two GPUs' runs do.  A run that diverges stays in the batch, its results unused: the graph's shapes
+do not change.  A group resumed from its checkpoints keeps every run in its lane and fills the lanes of runs
+that ended early (diverged) with a copy, so it goes on bit for bit, whichever of its runs resume, together or
+one by one (`Trainer.run` of a run that trained in a group: `resume_in_lane`).
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ from ._compiled import BatchedGradients, FusedGradients
 from ._execute import BATCHED, BATCHED_CHAIN_EAGER, Demote, TwoGraphs, _reason
 from ._trainer import Result, Trainer, _install_sigint, _restore_sigint
 
-__all__ = ["RunGroup", "group_blocker"]
+__all__ = ["RunGroup", "group_blocker", "resume_in_lane"]
 
 
 def group_blocker(trainers: list[Trainer]) -> str | None:
     """Why ``trainers`` cannot train as one `RunGroup`, or None where they can."""
-    if len(trainers) < 2:
-        return "a group needs at least two runs"
+    if _lanes(trainers)[1] < 2:
+        return "a group needs at least two runs (or a run that trained in one)"
     lead = trainers[0]
     problem = what_it_trains(lead.spec.source, CHAIN_STATEMENTS, ("seed",))
     names = [trainer.out or f"run {k + 1} ({trainer.spec.ir.name})" for k, trainer in enumerate(trainers)]
@@ -66,6 +68,33 @@ def group_blocker(trainers: list[Trainer]) -> str | None:
     return None
 
 
+def _lanes(trainers: list[Trainer]) -> tuple[list[int], int]:
+    """Each run's lane in the batched graph, and the number of lanes: those the runs' checkpoints record where
+    they agree (one count, no lane twice: runs resumed from one group, maybe without some of its runs), else
+    one lane per run, in order."""
+    recorded = [trainer.group_lane for trainer in trainers]
+    if all(recorded) and len({lanes for _, lanes in recorded}) == 1 and len({lane for lane, _ in recorded}) == len(recorded):
+        return [lane for lane, _ in recorded], recorded[0][1]
+    return list(range(len(trainers))), len(trainers)
+
+
+def resume_in_lane(trainer: Trainer) -> Result | None:
+    """Train ``trainer``, resumed from a checkpoint it wrote in a group, on in its lane of the group's batched
+    graph (the other lanes idle), which rounds as before: bit for bit.  None where it cannot (a setting changed
+    on resume): it then trains alone (said in a notice) and the caller runs it."""
+    lane, lanes = trainer.group_lane
+    blocker = group_blocker([trainer])
+    if blocker is not None:
+        trainer.group_lane = None
+        trainer._notice(f"this run trained in a group of {lanes} runs and goes on alone ({blocker}): its losses "
+                        "round differently from here on", prefix=False)
+        return None
+    trainer._notice(f"this run trained in a group of {lanes} runs: it goes on in its lane {lane + 1} of the group's "
+                    "batched graph, the other lanes idle, bit for bit (resume the group's runs together, "
+                    "`--together`, to share the work)", prefix=False)
+    return RunGroup([trainer]).run()[0]
+
+
 class RunGroup:
     """Trains ``trainers`` (`group_blocker` says whether they may) in lockstep, their losses and G by one graph.
 
@@ -79,6 +108,12 @@ class RunGroup:
         self.trainers = list(trainers)
         lead = self.trainers[0]
         self.notice = notice or lead._notice
+        self.lanes, self.lane_count = _lanes(self.trainers)  # [R'] each run's lane among lane_count >= R'
+        for trainer, lane in zip(self.trainers, self.lanes):
+            if trainer.group_lane not in (None, (lane, self.lane_count)):
+                self.notice(f"{trainer.out or 'a run'} trained in another group: in this one its losses round "
+                            "differently from here on")
+            trainer.group_lane = (lane, self.lane_count)
         fused = FusedGradients(lead.problem, lead.model, lead.params, lead.grouping.name)
         self.batched: BatchedGradients | None = BatchedGradients(fused, lead.plan.mode)
         self._results: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # this epoch's, [R, ...]
@@ -135,7 +170,11 @@ class RunGroup:
         if self.batched is None:
             return
         points = lead._points_for(epoch)
-        thetas = torch.stack([trainer._theta_flat() for trainer in self.trainers])  # [R, p]
+        flat = [trainer._theta_flat() for trainer in self.trainers]  # R' x [p]
+        lanes = [flat[0]] * self.lane_count  # a lane of no run here (it ended early): a copy, its results unused
+        for lane, theta in zip(self.lanes, flat):
+            lanes[lane] = theta
+        thetas = torch.stack(lanes)  # [R, p]
         try:
             self._results = self.batched(thetas, points)
         except torch._dynamo.exc.TorchDynamoException as err:
@@ -149,7 +188,8 @@ class RunGroup:
     def member_results(self, index: int) -> tuple[Losses, torch.Tensor]:
         """Run ``index``'s losses and G [m, p] of this epoch."""
         tasks, conditions, G = self._results  # [R, m], [R, C], [R, m, p]
-        return self.batched.fused.losses(tasks[index], conditions[index]), G[index]
+        lane = self.lanes[index]
+        return self.batched.fused.losses(tasks[lane], conditions[lane]), G[lane]
 
 
 class _Member:

@@ -294,6 +294,8 @@ class Trainer:
         self._next_points = None  # (block, points) drawn ahead by _draw_ahead
         self._stop_requested = False
         self._bar = self._previous_sigint = self._started = None  # set while the run trains (`begin_run`)
+        # (lane, lanes): where this run's parameters sit in a `RunGroup`'s batched graph, once it trained in one
+        self.group_lane: tuple[int, int] | None = None
 
         self.lowest_loss: tuple[float, int, list[float]] | None = None  # (loss, epoch, task losses): blow-ups
         self.has_reference = self.problem.has_reference
@@ -739,6 +741,12 @@ class Trainer:
 
     # ================================================================== run
     def run(self) -> Result:
+        if self.group_lane is not None:  # a run resumed from a group's checkpoint goes on in its lane
+            from ._group import resume_in_lane
+
+            result = resume_in_lane(self)
+            if result is not None:
+                return result
         self.begin_run()
         try:
             for epoch in range(self.epoch, self.epochs):
@@ -961,6 +969,7 @@ class Trainer:
             "elapsed": self.elapsed,
             "lowest_loss": self.lowest_loss,
             **({"adaptive": self._adaptive_state()} if self.problem.adaptive is not None else {}),
+            **({"group": dict(zip(("lane", "lanes"), self.group_lane))} if self.group_lane is not None else {}),
         }
 
     def _adaptive_state(self) -> dict:
@@ -1009,6 +1018,8 @@ class Trainer:
         self.validations = list(state["validations"])
         self.elapsed = state["elapsed"]
         self.lowest_loss = state.get("lowest_loss")  # absent in checkpoints written before the blow-up check
+        group = state.get("group")  # a `RunGroup` member's lane (absent: the run trained alone)
+        self.group_lane = (int(group["lane"]), int(group["lanes"])) if group is not None else None
         if self.attention is not None:
             self.attention = _to_device(dict(state["attention"]), self.device)
         held = self._load_adaptive_state(state["adaptive"]) if "adaptive" in state else {}

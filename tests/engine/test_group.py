@@ -10,6 +10,7 @@ import torch
 
 import pinnspec
 from pinnspec.engine import RunGroup, Trainer, group_blocker, load_run
+from pinnspec.engine._artifacts import load_checkpoint
 from pinnspec.engine._execute import BATCHED
 from pinnspec.lang._overrides import apply_overrides
 
@@ -68,6 +69,44 @@ def test_a_run_that_diverges_stops_alone():
     assert trainers[0].epoch < 6 and trainers[1].epoch == 6
 
 
+def test_a_run_resumed_without_its_groups_diverged_run_goes_on_bit_for_bit(tmp_path, capsys):
+    """A group of two whose first run diverges at its first step, stopped (as Ctrl-C does) after epoch 3: the other
+    run, resumed on its own, goes on in its lane of the group's batched graph (the diverged run's lane a copy) and
+    ends as the uninterrupted group's run did, bit for bit (alone, its own graph rounds otherwise: 6e-17)."""
+    diverging = {"optimizer": "sgd(lr = 1e12)", "diverge_factor": "10"}
+
+    def group(name, log=None):
+        return [_trainer(str(tmp_path / name / "0"), checkpoint_every="3", **diverging),
+                _trainer(str(tmp_path / name / "1"), checkpoint_every="3", diverge_factor="10", log=log)]
+
+    uninterrupted = group("a")
+    assert [r.status for r in RunGroup(uninterrupted).run()] == ["diverged", "completed"]
+    stopper = []  # the second run's first validation (after epoch 3) asks the group to stop
+    stopper.append(RunGroup(group("b", log=lambda line: stopper[0].request_stop())))
+    assert [r.status for r in stopper[0].run()] == ["diverged", "interrupted"]
+    resumed = load_run(str(tmp_path / "b" / "1"))
+    assert (resumed.epoch, resumed.group_lane) == (3, (1, 2))
+    capsys.readouterr()
+    result = resumed.run()
+    assert (result.status, result.execution) == ("completed", BATCHED)
+    assert "goes on in its lane 2 of the group's batched graph" in capsys.readouterr().err
+    assert torch.equal(resumed._theta_flat(), uninterrupted[1]._theta_flat())
+    assert [row["loss"] for row in resumed.history] == [row["loss"] for row in uninterrupted[1].history]
+
+
+def test_a_run_of_a_group_that_cannot_go_on_in_its_lane_goes_on_alone_and_says_so(tmp_path, capsys):
+    """Its checkpoint loaded into a run that no longer compiles (`compile = off`): it trains alone, eagerly."""
+    RunGroup([_trainer(str(tmp_path / str(k)), epochs="3", **chain) for k, chain in enumerate(CHAINS)]).run()
+    trainer = _trainer(str(tmp_path / "0"), compile="off", **CHAINS[0])
+    trainer.load_state_dict(load_checkpoint(str(tmp_path / "0" / "checkpoint.pt")))
+    assert trainer.group_lane == (0, 2)
+    capsys.readouterr()
+    assert trainer.run().status == "completed" and trainer.epoch == 6
+    err = capsys.readouterr().err
+    assert "trained in a group of 2 runs and goes on alone" in err and "compile = on or graphs" in err
+    assert trainer.group_lane is None and "group" not in trainer.state_dict()
+
+
 def test_runs_of_other_seeds_group_where_their_points_do_not_depend_on_the_seed():
     """Hammersley points drawn once (PINNacle's protocol): seeds 0 and 1 share the points, each run starts from
     its own seed's weights; each trains as it does alone and eagerly."""
@@ -100,7 +139,7 @@ def test_what_keeps_runs_from_a_group(settings, blocked):
 
 
 def test_a_group_needs_two_runs():
-    assert "at least two" in group_blocker([_trainer()])
+    assert "at least two runs (or a run that trained in one)" in group_blocker([_trainer()])
 
 
 def test_a_batched_graph_that_does_not_compile_leaves_each_run_its_own(monkeypatch):
