@@ -61,6 +61,31 @@ def test_a_resumed_group_goes_on_bit_for_bit(tmp_path):
         assert [row["loss"] for row in a.history] == [row["loss"] for row in b.history]
 
 
+def test_a_group_whose_batched_results_are_overwritten_by_the_next_epoch_trains_the_same(monkeypatch):
+    """Under `compile = graphs` the batched graph is a CUDA graph, whose outputs live in buffers that its next
+    replay overwrites: no run may keep them (in its chain's state, say) past its epoch.  Emulated here: the
+    results copied into the same buffers at every call; the runs end as a plain group's, bit for bit."""
+    from pinnspec.engine import _compiled
+
+    plain = [_trainer(**chain) for chain in CHAINS]
+    RunGroup(plain).run()
+    compute, buffers = _compiled.BatchedGradients.__call__, []
+
+    def into_the_same_buffers(self, thetas, points):
+        results = compute(self, thetas, points)
+        if not buffers:
+            buffers.extend(torch.empty_like(r) for r in results)
+        for buffer, result in zip(buffers, results):
+            buffer.copy_(result)
+        return tuple(buffers)
+
+    monkeypatch.setattr(_compiled.BatchedGradients, "__call__", into_the_same_buffers)
+    replayed = [_trainer(**chain) for chain in CHAINS]
+    RunGroup(replayed).run()
+    for a, b in zip(plain, replayed):
+        assert torch.equal(a._theta_flat(), b._theta_flat())
+
+
 def test_a_run_that_diverges_stops_alone():
     trainers = [_trainer(optimizer="sgd(lr = 1e12)", diverge_factor="10"), _trainer(diverge_factor="10")]
     results = RunGroup(trainers).run()
