@@ -146,6 +146,9 @@ EXECUTION_SETTINGS = ("device", "compile", "engine", "stack", "checkpoint_every"
 #: too where the points do not depend on it) may train as one group, their losses and G as one batched graph
 #: (pinnspec.engine._group)
 CHAIN_STATEMENTS = ("surgery", "align", "optimizer", "schedule", "weights")
+#: how a group's run steps (`result.json`'s execution): its losses and G from the group's batched graph, its
+#: update chain compiled apart or eagerly
+GROUP_STRATEGIES = ("batched runs", "batched runs, chain eager")
 
 #: `weights NAME(args)`: the loss-balancing stage of the update chain (pinnspec.engine._weights), name ->
 #: {argument: default}; every and points are whole numbers >= 1, 0 <= alpha < 1 (checked when a spec is read)

@@ -28,6 +28,7 @@ from typing import Callable, NamedTuple, Protocol
 import torch
 
 from .._compiling import aot_cacheable, own_code, symbolic
+from ..catalog import GROUP_STRATEGIES
 from ..compiler import CompiledProblem, Losses, Points
 from ..optim import hutchinson_diagonal
 from ._chain import ChainState, ChainStep, UpdateChain
@@ -48,7 +49,7 @@ RECORDING_CALLS = 3
 ONE_CUDA_GRAPH, ONE_GRAPH, TWO_GRAPHS, LOSSES_COMPILED, EAGER = (
     "one CUDA graph", "one graph", "two graphs", "losses compiled, chain eager", "eager")
 #: a run of a `RunGroup` (`_group`): its losses and G come from the group's one graph over every run
-BATCHED, BATCHED_CHAIN_EAGER = "batched runs", "batched runs, chain eager"
+BATCHED, BATCHED_CHAIN_EAGER = GROUP_STRATEGIES
 COMPILED_PARTS = {ONE_CUDA_GRAPH: {"step", "losses", "chain"}, ONE_GRAPH: {"step", "losses", "chain"},
                   TWO_GRAPHS: {"losses", "chain"}, LOSSES_COMPILED: {"losses"}, EAGER: set(),
                   BATCHED: {"losses", "chain"}, BATCHED_CHAIN_EAGER: {"losses"}}

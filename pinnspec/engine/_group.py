@@ -90,8 +90,7 @@ def resume_in_lane(trainer: Trainer) -> Result | None:
                         "round differently from here on", prefix=False)
         return None
     trainer._notice(f"this run trained in a group of {lanes} runs: it goes on in its lane {lane + 1} of the group's "
-                    "batched graph, the other lanes idle, bit for bit (resume the group's runs together, "
-                    "`--together`, to share the work)", prefix=False)
+                    "batched graph, the other lanes idle: bit for bit", prefix=False)
     return RunGroup([trainer]).run()[0]
 
 

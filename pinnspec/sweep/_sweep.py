@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from .. import __version__
 from .._files import atomic_write_text, read_json
 from .._interrupts import REPEAT_S, Interrupts
-from ..catalog import CHAIN_STATEMENTS
+from ..catalog import CHAIN_STATEMENTS, GROUP_STRATEGIES
 from ..lang import SpecError
 from ..lang._overrides import what_it_trains
 from ._plan import Run, Sweep, SweepError, plan
@@ -385,10 +385,11 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
     tasks = [{"name": r.name, "run_dir": r.run_dir, "source": r.source, "filename": r.filename,
               "base_dir": r.base_dir, "action": report.actions[r.name]} for report, r in todo]
     units = _units(tasks, together)
-    if together and tasks:
-        grouped = [len(unit) for unit in units if len(unit) > 1]
+    grouped = [len(unit) for unit in units if len(unit) > 1]
+    if together and tasks or grouped:
         log(f"sweep: {sum(grouped)} of {len(tasks)} runs train in {len(grouped)} group(s) (each in one worker, "
-            f"in lockstep, their losses and G as one batched graph)")
+            f"in lockstep, their losses and G as one batched graph)"
+            + ("" if together else ": runs that trained in groups resume in them"))
     with contextlib.ExitStack() as locks:
         for sweep, report in zip(sweeps, reports):
             os.makedirs(report.out, exist_ok=True)
@@ -479,12 +480,15 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
 def _units(tasks: list[dict], together: bool) -> list[list[dict]]:
     """The tasks as units of work: each run alone, or (``together``) the runs that differ only in their update
     chain (and in their seed, where the points do not depend on it: `PointPlan.seeds_share_points`) and share
-    their action, in order of their first run."""
-    if not together:
-        return [[task] for task in tasks]
+    their action, in order of their first run.  Runs that resume from checkpoints they wrote in a group resume
+    in their groups without ``together`` too: alone, each would train in its lane of its group's graph, every
+    lane computed (`Trainer.run`)."""
     units: dict[tuple, list[dict]] = {}
     shared: dict[tuple, bool] = {}  # (what the run trains but its seed) -> whether every seed has the same points
     for task in tasks:
+        if not (together or _trained_in_a_group(task)):
+            units[(task["run_dir"],)] = [task]
+            continue
         try:
             statements, execution = what_it_trains(task["source"], CHAIN_STATEMENTS, ("seed",))
             problem = (statements, tuple(sorted(execution.items())), task["base_dir"], task["action"])
@@ -495,6 +499,16 @@ def _units(tasks: list[dict], together: bool) -> list[list[dict]]:
             key = (task["run_dir"],)
         units.setdefault(key, []).append(task)
     return list(units.values())
+
+
+def _trained_in_a_group(task: dict) -> bool:
+    """Whether the task resumes a run that trained in a group (its result.json, written at each checkpoint)."""
+    if task["action"] != "resume":
+        return False
+    try:
+        return read_json(os.path.join(task["run_dir"], "result.json")).get("execution") in GROUP_STRATEGIES
+    except (OSError, ValueError):
+        return False
 
 
 def _seed_of(source: str) -> str | None:
