@@ -73,7 +73,8 @@ def _lanes(trainers: list[Trainer]) -> tuple[list[int], int]:
     they agree (one count, no lane twice: runs resumed from one group, maybe without some of its runs), else
     one lane per run, in order."""
     recorded = [trainer.group_lane for trainer in trainers]
-    if all(recorded) and len({lanes for _, lanes in recorded}) == 1 and len({lane for lane, _ in recorded}) == len(recorded):
+    if all(recorded) and len({lanes for _, lanes in recorded}) == 1 \
+            and len({lane for lane, _ in recorded}) == len(recorded):
         return [lane for lane, _ in recorded], recorded[0][1]
     return list(range(len(trainers))), len(trainers)
 

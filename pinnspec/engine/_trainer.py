@@ -741,7 +741,7 @@ class Trainer:
 
     # ================================================================== run
     def run(self) -> Result:
-        if self.group_lane is not None:  # a run resumed from a group's checkpoint goes on in its lane
+        if self.group_lane is not None and self.epoch < self.epochs:  # resumed from a group: on in its lane
             from ._group import resume_in_lane
 
             result = resume_in_lane(self)
