@@ -20,6 +20,8 @@ one by one (`Trainer.run` of a run that trained in a group: `resume_in_lane`).
 
 from __future__ import annotations
 
+import hashlib
+import os
 from typing import Callable
 
 import torch
@@ -29,7 +31,7 @@ from ..compiler import Losses, Points
 from ..lang._overrides import what_it_trains
 from ._compiled import BatchedGradients, FusedGradients
 from ._execute import BATCHED, BATCHED_CHAIN_EAGER, Demote, TwoGraphs, _reason
-from ._trainer import Result, Trainer, _install_sigint, _restore_sigint
+from ._trainer import GroupLane, Result, Trainer, _install_sigint, _restore_sigint
 
 __all__ = ["RunGroup", "group_blocker", "resume_in_lane"]
 
@@ -38,6 +40,7 @@ def group_blocker(trainers: list[Trainer]) -> str | None:
     """Why ``trainers`` cannot train as one `RunGroup`, or None where they can."""
     if _lanes(trainers)[1] < 2:
         return "a group needs at least two runs (or a run that trained in one)"
+    buffers = [dict(trainer.model.named_buffers()) for trainer in trainers]
     lead = trainers[0]
     problem = what_it_trains(lead.spec.source, CHAIN_STATEMENTS, ("seed",))
     names = [trainer.out or f"run {k + 1} ({trainer.spec.ir.name})" for k, trainer in enumerate(trainers)]
@@ -60,6 +63,12 @@ def group_blocker(trainers: list[Trainer]) -> str | None:
                     "compile = on or graphs, the forward engine and no loss term of the network's own")
         if trainer.epoch != lead.epoch:
             return f"{name} stands at epoch {trainer.epoch}, {names[0]} at {lead.epoch}"
+        if trainer.device != lead.device:
+            return f"{name} trains on {trainer.device}, {names[0]} on {lead.device}"
+    for name, own in zip(names[1:], buffers[1:]):  # the batched graph reads one network's fixed tensors
+        if own.keys() != buffers[0].keys() or any(not torch.equal(own[k], buffers[0][k]) for k in own):
+            return (f"{name}'s network has other fixed (untrained) tensors than {names[0]}'s, such as a Fourier "
+                    "matrix drawn from the seed: the runs of a group share them")
     seeds = {trainer.seed for trainer in trainers}
     if len(seeds) > 1 and not lead.problem.point_plan.seeds_share_points(seeds):
         return (f"the seeds {', '.join(map(str, sorted(seeds)))} train on other points (the points are drawn from "
@@ -68,22 +77,23 @@ def group_blocker(trainers: list[Trainer]) -> str | None:
     return None
 
 
-def _lanes(trainers: list[Trainer]) -> tuple[list[int], int]:
-    """Each run's lane in the batched graph, and the number of lanes: those the runs' checkpoints record where
-    they agree (one count, no lane twice: runs resumed from one group, maybe without some of its runs), else
-    one lane per run, in order."""
+def _lanes(trainers: list[Trainer]) -> tuple[list[int], int, str]:
+    """Each run's lane in the batched graph, the number of lanes and the group's id: those the runs' checkpoints
+    record where they agree (runs resumed from one group, maybe without some of its runs), else one lane per run,
+    in order, and an id from their run directories."""
     recorded = [trainer.group_lane for trainer in trainers]
-    if all(recorded) and len({lanes for _, lanes in recorded}) == 1 \
-            and len({lane for lane, _ in recorded}) == len(recorded):
-        return [lane for lane, _ in recorded], recorded[0][1]
-    return list(range(len(trainers))), len(trainers)
+    if all(recorded) and len({(r.lanes, r.group) for r in recorded}) == 1 \
+            and len({r.lane for r in recorded}) == len(recorded):
+        return [r.lane for r in recorded], recorded[0].lanes, recorded[0].group
+    where = "\n".join(os.path.abspath(t.out) if t.out else f"({k})" for k, t in enumerate(trainers))
+    return list(range(len(trainers))), len(trainers), hashlib.sha256(where.encode()).hexdigest()[:12]
 
 
 def resume_in_lane(trainer: Trainer) -> Result | None:
     """Train ``trainer``, resumed from a checkpoint it wrote in a group, on in its lane of the group's batched
     graph (the other lanes idle), which rounds as before: bit for bit.  None where it cannot (a setting changed
     on resume): it then trains alone (said in a notice) and the caller runs it."""
-    lane, lanes = trainer.group_lane
+    lane, lanes, _ = trainer.group_lane
     blocker = group_blocker([trainer])
     if blocker is not None:
         trainer.group_lane = None
@@ -108,16 +118,24 @@ class RunGroup:
         self.trainers = list(trainers)
         lead = self.trainers[0]
         self.notice = notice or lead._notice
-        self.lanes, self.lane_count = _lanes(self.trainers)  # [R'] each run's lane among lane_count >= R'
-        for trainer, lane in zip(self.trainers, self.lanes):
-            if trainer.group_lane not in (None, (lane, self.lane_count)):
-                self.notice(f"{trainer.out or 'a run'} trained in another group: in this one its losses round "
-                            "differently from here on")
-            trainer.group_lane = (lane, self.lane_count)
+        self.lanes, self.lane_count, self.id = _lanes(self.trainers)  # [R'] each run's lane of lane_count >= R'
         fused = FusedGradients(lead.problem, lead.model, lead.params, lead.grouping.name)
         self.batched: BatchedGradients | None = BatchedGradients(fused, lead.plan.mode)
         self._results: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # this epoch's, [R, ...]
-        for index, trainer in enumerate(self.trainers):
+        self._joined = False
+
+    def _join(self) -> None:
+        """Before the first step: each run takes its lane and its steps from the group (not before: a group
+        built and never trained leaves its runs as they were)."""
+        if self._joined:
+            return
+        self._joined = True
+        for index, (trainer, lane) in enumerate(zip(self.trainers, self.lanes)):
+            joined = GroupLane(lane, self.lane_count, self.id)
+            if trainer.group_lane not in (None, joined):
+                self.notice(f"{trainer.out or 'a run'} trained in another group: in this one its losses round "
+                            "differently from here on")
+            trainer.group_lane = joined
             execution = trainer.execution
             execution.install(_BatchedStep(execution.ctx, _Member(self, index), compile_chain=trainer.chain.compiles,
                                            notice=execution.notice))
@@ -126,6 +144,7 @@ class RunGroup:
         """Train every run to its last epoch (or until Ctrl-C: every run finishes the epoch and checkpoints;
         a run that diverges stops alone); one Result per run, in order."""
         trainers = self.trainers
+        self._join()
         for trainer in trainers:
             trainer.begin_run(sigint=False)
         previous = _install_sigint(self.request_stop)
@@ -135,6 +154,8 @@ class RunGroup:
             while active:
                 launched = self._launch(epoch, active)
                 active = [t for t, queued in zip(active, launched) if t.train_epoch(epoch, queued)]
+                # a stop asked for during the epoch (after some runs had checked) stops them all here, at one epoch
+                active = [t for t in active if not t.stop_if_requested()]
                 epoch += 1
         finally:
             self._results = None
@@ -146,6 +167,7 @@ class RunGroup:
     def step(self, epoch: int) -> list[dict]:
         """One lockstep step of every run, its history row each (no validation, history or checkpoint: what a
         benchmark times)."""
+        self._join()
         return [t.step(epoch, queued) for t, queued in zip(self.trainers, self._launch(epoch, self.trainers))]
 
     def _launch(self, epoch: int, active: list[Trainer]) -> list[tuple]:
@@ -181,7 +203,8 @@ class RunGroup:
             self.batched, self._results = None, None
             self.notice(f"the runs' batched losses do not compile ({_reason(err)}); each run computes its own, "
                         "still in lockstep")
-            for trainer in self.trainers:
+            for trainer in self.trainers:  # each on its own from here: no lane to resume in
+                trainer.group_lane = None
                 execution = trainer.execution
                 execution.install(execution._build(trainer.plan.candidates[0]))
 

@@ -91,6 +91,9 @@ class Result:
     #: graph", "two graphs", "losses compiled, chain eager" or "eager" (a compiled part that failed: the
     #: strategy it demoted to)
     execution: str = ""
+    #: the run's place in a `RunGroup` (its lane of the group's batched graph: lane, lanes, and the group's id,
+    #: which its runs share); None: it trained alone
+    group: dict | None = None
     #: the spec's `report` quantities of the kept model (best validation; the final model before the first
     #: validation), computed when the run ends; {} while it runs or for a spec without reports
     reports: dict[str, float] = field(default_factory=dict)
@@ -115,6 +118,15 @@ class _Counters:
     counted: int = 0
     conflicts: dict[str, int] = field(default_factory=lambda: {"R_g": 0, "R_a": 0, "R_u": 0, "R_p": 0})
     projected: int = 0
+
+
+class GroupLane(NamedTuple):
+    """Where a run's parameters sit in a `RunGroup`'s batched graph: lane ``lane`` (from 0) of ``lanes``, in the
+    group ``group`` (an id that the group's runs share, from their run directories when it formed)."""
+
+    lane: int
+    lanes: int
+    group: str
 
 
 class TrainingDiverged(RuntimeError):
@@ -294,8 +306,7 @@ class Trainer:
         self._next_points = None  # (block, points) drawn ahead by _draw_ahead
         self._stop_requested = False
         self._bar = self._previous_sigint = self._started = None  # set while the run trains (`begin_run`)
-        # (lane, lanes): where this run's parameters sit in a `RunGroup`'s batched graph, once it trained in one
-        self.group_lane: tuple[int, int] | None = None
+        self.group_lane: GroupLane | None = None  # set once the run trains in a `RunGroup`
 
         self.lowest_loss: tuple[float, int, list[float]] | None = None  # (loss, epoch, task losses): blow-ups
         self.has_reference = self.problem.has_reference
@@ -782,6 +793,7 @@ class Trainer:
         except TrainingDiverged as err:
             self.status, self.message = "diverged", str(err)
             self.history.append({"epoch": self.epoch + 1, "loss": float("nan")})
+            self.elapsed = time.perf_counter() - self._started
             return False
         # every `every` epochs, and at the end of each stage (the next begins from the best checkpoint)
         validated = (epoch + 1) % every == 0 or epoch + 1 in self.stage_starts or epoch == self.epochs - 1
@@ -803,14 +815,17 @@ class Trainer:
         if self.epoch == self.epochs:
             self.status = "completed"
             return False
-        if self._stop_requested:
-            self.status, self.message = "interrupted", f"interrupted after epoch {epoch + 1}"
-            return False
-        return True
+        return not self.stop_if_requested()
 
     def request_stop(self) -> None:
         """Stop after the epoch in progress, checkpointed (what Ctrl-C does)."""
         self._stop_requested = True
+
+    def stop_if_requested(self) -> bool:
+        """Between epochs: whether a stop was requested, and if so the run's status says it stopped here."""
+        if self._stop_requested:
+            self.status, self.message = "interrupted", f"interrupted after epoch {self.epoch}"
+        return self._stop_requested
 
     def end_epochs(self) -> None:
         """After the last epoch trained (or an exception): the Ctrl-C handler and the progress bar go."""
@@ -821,8 +836,8 @@ class Trainer:
             self._bar = None
 
     def finish_run(self) -> Result:
-        """The final checkpoint (a diverged run keeps the one written before it) and the result."""
-        self.elapsed = time.perf_counter() - self._started
+        """The final checkpoint (a diverged run keeps the one written before it) and the result; the training time
+        is that to the run's last epoch (in a `RunGroup`, not the time the group trained on after it)."""
         if self.out and self.status != "diverged":
             self._save_checkpoint()
         result = self._write_result()
@@ -899,7 +914,7 @@ class Trainer:
                 str(self.dtype).replace("torch.", "")),
             params={k: float(v.detach()) for k, v in self.params.items()}, model=str(t.model),
             tasks=list(self.grouping.labels), message=self.message, execution=self.execution.current,
-            reports=self._reports(),
+            group=self.group_lane._asdict() if self.group_lane is not None else None, reports=self._reports(),
             allocator=self.allocator, run_dir=self.out)
 
     def _reports(self) -> dict[str, float]:
@@ -969,7 +984,7 @@ class Trainer:
             "elapsed": self.elapsed,
             "lowest_loss": self.lowest_loss,
             **({"adaptive": self._adaptive_state()} if self.problem.adaptive is not None else {}),
-            **({"group": dict(zip(("lane", "lanes"), self.group_lane))} if self.group_lane is not None else {}),
+            **({"group": self.group_lane._asdict()} if self.group_lane is not None else {}),
         }
 
     def _adaptive_state(self) -> dict:
@@ -1019,7 +1034,8 @@ class Trainer:
         self.elapsed = state["elapsed"]
         self.lowest_loss = state.get("lowest_loss")  # absent in checkpoints written before the blow-up check
         group = state.get("group")  # a `RunGroup` member's lane (absent: the run trained alone)
-        self.group_lane = (int(group["lane"]), int(group["lanes"])) if group is not None else None
+        self.group_lane = None if group is None else GroupLane(int(group["lane"]), int(group["lanes"]),
+                                                                str(group["group"]))
         if self.attention is not None:
             self.attention = _to_device(dict(state["attention"]), self.device)
         held = self._load_adaptive_state(state["adaptive"]) if "adaptive" in state else {}

@@ -480,13 +480,17 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
 def _units(tasks: list[dict], together: bool) -> list[list[dict]]:
     """The tasks as units of work: each run alone, or (``together``) the runs that differ only in their update
     chain (and in their seed, where the points do not depend on it: `PointPlan.seeds_share_points`) and share
-    their action, in order of their first run.  Runs that resume from checkpoints they wrote in a group resume
-    in their groups without ``together`` too: alone, each would train in its lane of its group's graph, every
-    lane computed (`Trainer.run`)."""
+    their action, in order of their first run.  A run that resumes from a checkpoint it wrote in a group resumes
+    with the runs of that group that resume now, with ``together`` or without: alone, it would train in its lane
+    of its group's graph, every lane computed (`Trainer.run`)."""
     units: dict[tuple, list[dict]] = {}
     shared: dict[tuple, bool] = {}  # (what the run trains but its seed) -> whether every seed has the same points
     for task in tasks:
-        if not (together or _trained_in_a_group(task)):
+        group = _group_of(task)
+        if group is not None:  # with the other runs of its group that resume now
+            units.setdefault(("group", group), []).append(task)
+            continue
+        if not together:
             units[(task["run_dir"],)] = [task]
             continue
         try:
@@ -501,14 +505,19 @@ def _units(tasks: list[dict], together: bool) -> list[list[dict]]:
     return list(units.values())
 
 
-def _trained_in_a_group(task: dict) -> bool:
-    """Whether the task resumes a run that trained in a group (its result.json, written at each checkpoint)."""
+def _group_of(task: dict) -> str | None:
+    """The id of the group the task's run resumes in, where it trained in one (its result.json, written at each
+    checkpoint, says so); else None."""
     if task["action"] != "resume":
-        return False
+        return None
     try:
-        return read_json(os.path.join(task["run_dir"], "result.json")).get("execution") in GROUP_STRATEGIES
+        result = read_json(os.path.join(task["run_dir"], "result.json"))
     except (OSError, ValueError):
-        return False
+        return None
+    group = result.get("group")
+    if result.get("execution") not in GROUP_STRATEGIES or not isinstance(group, dict):
+        return None
+    return str(group.get("group"))
 
 
 def _seed_of(source: str) -> str | None:

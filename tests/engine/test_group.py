@@ -48,9 +48,12 @@ def test_a_group_trains_each_run_as_it_trains_alone():
 def test_a_resumed_group_goes_on_bit_for_bit(tmp_path):
     uninterrupted = [_trainer(str(tmp_path / "a" / str(k)), checkpoint_every="3", **c) for k, c in enumerate(CHAINS)]
     RunGroup(uninterrupted).run()
-    stopper = []  # the group: its first validation (after epoch 3) asks every run to stop, as Ctrl-C does
-    stopped = [_trainer(str(tmp_path / "b" / str(k)), checkpoint_every="3", log=lambda line: stopper[0].request_stop(),
-                        **c) for k, c in enumerate(CHAINS)]
+    # the second run's first validation (after epoch 3, when the first run has gone through its epoch) asks the
+    # group to stop, as Ctrl-C does: every run stops at epoch 3
+    stopper = []
+    stopped = [_trainer(str(tmp_path / "b" / str(k)), checkpoint_every="3", **c,
+                        log=(lambda line: stopper[0].request_stop()) if k == 1 else None)
+               for k, c in enumerate(CHAINS)]
     stopper.append(RunGroup(stopped))
     assert [r.status for r in stopper[0].run()] == ["interrupted"] * 2
     assert [t.epoch for t in stopped] == [3, 3]
@@ -92,6 +95,16 @@ def test_a_run_that_diverges_stops_alone():
     assert results[0].status == "diverged" and "diverge" in results[0].message.lower()
     assert results[1].status == "completed"
     assert trainers[0].epoch < 6 and trainers[1].epoch == 6
+    assert results[0].train_time_s < results[1].train_time_s  # its own time, not the time the group went on
+    assert results[0].group["group"] == results[1].group["group"] and [r.group["lane"] for r in results] == [0, 1]
+
+
+def test_a_group_built_and_never_trained_leaves_its_runs_as_they_were():
+    trainers = [_trainer(**chain) for chain in CHAINS]
+    RunGroup(trainers)
+    assert [t.group_lane for t in trainers] == [None, None]
+    result = trainers[0].run()
+    assert (result.status, result.execution, result.group) == ("completed", "one graph", None)
 
 
 def test_a_run_resumed_without_its_groups_diverged_run_goes_on_bit_for_bit(tmp_path, capsys):
@@ -110,7 +123,7 @@ def test_a_run_resumed_without_its_groups_diverged_run_goes_on_bit_for_bit(tmp_p
     stopper.append(RunGroup(group("b", log=lambda line: stopper[0].request_stop())))
     assert [r.status for r in stopper[0].run()] == ["diverged", "interrupted"]
     resumed = load_run(str(tmp_path / "b" / "1"))
-    assert (resumed.epoch, resumed.group_lane) == (3, (1, 2))
+    assert (resumed.epoch, resumed.group_lane[:2]) == (3, (1, 2))
     capsys.readouterr()
     result = resumed.run()
     assert (result.status, result.execution) == ("completed", BATCHED)
@@ -124,7 +137,7 @@ def test_a_run_of_a_group_that_cannot_go_on_in_its_lane_goes_on_alone_and_says_s
     RunGroup([_trainer(str(tmp_path / str(k)), epochs="3", **chain) for k, chain in enumerate(CHAINS)]).run()
     trainer = _trainer(str(tmp_path / "0"), compile="off", **CHAINS[0])
     trainer.load_state_dict(load_checkpoint(str(tmp_path / "0" / "checkpoint.pt")))
-    assert trainer.group_lane == (0, 2)
+    assert trainer.group_lane[:2] == (0, 2)
     capsys.readouterr()
     assert trainer.run().status == "completed" and trainer.epoch == 6
     err = capsys.readouterr().err
@@ -163,6 +176,15 @@ def test_what_keeps_runs_from_a_group(settings, blocked):
         RunGroup(trainers)
 
 
+def test_runs_whose_networks_have_other_fixed_tensors_do_not_group():
+    """A Fourier-feature network's matrix is drawn from the seed and not trained: the batched graph reads one
+    network's, so seeds 0 and 1 (on Hammersley points, which do not depend on the seed) cannot share it."""
+    settings = {"sampler": "hammersley", "resample": "never", "model": "fourier_mlp(width = 8, depth = 2, features = 4)"}
+    reason = group_blocker([_trainer(seed="0", **settings), _trainer(seed="1", surgery="config", **settings)])
+    assert reason is not None and "other fixed (untrained) tensors" in reason and "Fourier" in reason
+    assert group_blocker([_trainer(seed="0", **settings), _trainer(seed="0", surgery="config", **settings)]) is None
+
+
 def test_a_group_needs_two_runs():
     assert "at least two runs (or a run that trained in one)" in group_blocker([_trainer()])
 
@@ -181,6 +203,7 @@ def test_a_batched_graph_that_does_not_compile_leaves_each_run_its_own(monkeypat
     assert [r.status for r in results] == ["completed"] * 2
     assert [r.execution for r in results] == ["one graph"] * 2
     assert len(notices) == 1 and "batched losses do not compile (a test's stand-in" in notices[0]
+    assert [t.group_lane for t in trainers] == [None, None]  # trained on their own: no lane to resume in
     alone = _trainer(optimizer="adam(lr = 1e-2)")
     alone.run()
     assert torch.equal(alone._theta_flat(), trainers[1]._theta_flat())  # its own graph: the run alone, bit for bit

@@ -356,26 +356,31 @@ def test_runs_group_by_what_they_train_apart_from_their_chain():
         ["random0"], ["random1"], ["hammersley0", "hammersley1"]]
 
 
-def test_runs_that_trained_in_a_group_resume_in_it_without_together(tmp_path):
-    """Their result.json (written at each checkpoint) says `batched runs`: they resume as one unit, where alone
-    each would compute every lane of its group's graph; a run that trained alone resumes alone."""
+def test_runs_that_trained_in_a_group_resume_in_it(tmp_path):
+    """Their result.json (written at each checkpoint) names their group: they resume as one unit with the runs of
+    that group, with --together or without (alone, each would compute every lane of its group's graph), and
+    never with another group's runs; a run that trained alone resumes alone."""
     import pinnspec
     from pinnspec.lang._overrides import apply_overrides
     from pinnspec.sweep._sweep import _units
 
-    def task(name, execution, **overrides):
+    def task(name, execution, group=None, **overrides):
         run_dir = tmp_path / name
         run_dir.mkdir()
-        (run_dir / "result.json").write_text(json.dumps({"status": "interrupted", "execution": execution}))
+        lane = {"lane": 0, "lanes": 2, "group": group} if group else None
+        (run_dir / "result.json").write_text(json.dumps({"status": "interrupted", "execution": execution,
+                                                         "group": lane}))
         source = apply_overrides(pinnspec.load(TINY), overrides).source
         return {"name": name, "run_dir": str(run_dir), "source": source, "filename": str(TINY),
                 "base_dir": str(TINY.parent), "action": "resume"}
 
-    tasks = [task("a", "batched runs"), task("b", "batched runs, chain eager", surgery="pcgrad"),
-             task("c", "one graph", surgery="config"), task("d", "batched runs", optimizer="sgd")]
-    assert [[t["name"] for t in unit] for unit in _units(tasks, together=False)] == [["a", "b", "d"], ["c"]]
+    tasks = [task("a", "batched runs", "g1"), task("b", "batched runs, chain eager", "g1", surgery="pcgrad"),
+             task("c", "one graph", surgery="config"), task("d", "batched runs", "g2", optimizer="sgd"),
+             task("e", "batched runs", "g2")]
+    for together in (False, True):
+        assert [[t["name"] for t in unit] for unit in _units(tasks, together)] == [["a", "b"], ["c"], ["d", "e"]]
     tasks[3]["action"] = "fresh"  # a fresh start trains alone unless asked
-    assert [[t["name"] for t in unit] for unit in _units(tasks, together=False)] == [["a", "b"], ["c"], ["d"]]
+    assert [[t["name"] for t in unit] for unit in _units(tasks, together=False)] == [["a", "b"], ["c"], ["d"], ["e"]]
 
 
 def test_runs_that_cannot_form_a_group_train_one_after_another_in_the_worker(tmp_path, capsys):
