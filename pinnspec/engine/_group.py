@@ -5,7 +5,7 @@ same points: those of one seed, or of several seeds where the points do not depe
 sampler, drawn once: PINNacle's protocol), each from its seed's initial weights.  A group steps them in lockstep:
 at each epoch one compiled graph computes every run's losses and G (`BatchedGradients`: the losses vmapped over
 the runs' parameters, each layer of the R networks one batched matrix product), then each run takes its own
-update chain's step (every run's queued before the host waits for any), validation, history and checkpoint
+update chain's step (every compiled chain queued before the host waits for any), validation, history and checkpoint
 exactly as it would alone.  On a GPU the R runs then launch the kernels of one run's losses, each R times larger,
 instead of R times as many; on the CPU the batched products are no faster than R single ones.
 
