@@ -231,7 +231,7 @@ class BatchedGradients:
     built on any one of the models (its weights are read from ``thetas``, never from the module)."""
 
     def __init__(self, fused: FusedGradients, mode: str):
-        self.fused = fused
+        self.fused, self.mode = fused, mode
         self.compiled = torch.compile(own_code(_vmapped), mode=mode, dynamic=False, fullgraph=True)
 
     def __call__(self, thetas: torch.Tensor, points: Points) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -30,7 +30,7 @@ from ..catalog import CHAIN_STATEMENTS
 from ..compiler import Losses, Points
 from ..lang._overrides import what_it_trains
 from ._compiled import BatchedGradients, FusedGradients
-from ._execute import BATCHED, BATCHED_CHAIN_EAGER, Demote, TwoGraphs, _reason
+from ._execute import BATCHED, BATCHED_CHAIN_EAGER, RECORDING_CALLS, Demote, TwoGraphs, _reason
 from ._trainer import GroupLane, Result, Trainer, _install_sigint, _restore_sigint
 
 __all__ = ["RunGroup", "group_blocker", "resume_in_lane"]
@@ -123,6 +123,7 @@ class RunGroup:
         self.batched: BatchedGradients | None = BatchedGradients(fused, lead.plan.mode)
         self._results: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None  # this epoch's, [R, ...]
         self._joined = False
+        self._calls = 0  # completed calls of the batched graph
 
     def _join(self) -> None:
         """Before the first step: each run takes its lane and its steps from the group (not before: a group
@@ -199,14 +200,24 @@ class RunGroup:
         thetas = torch.stack(lanes)  # [R, p]
         try:
             self._results = self.batched(thetas, points)
+            self._calls += 1
         except torch._dynamo.exc.TorchDynamoException as err:
-            self.batched, self._results = None, None
-            self.notice(f"the runs' batched losses do not compile ({_reason(err)}); each run computes its own, "
-                        "still in lockstep")
-            for trainer in self.trainers:  # each on its own from here: no lane to resume in
-                trainer.group_lane = None
-                execution = trainer.execution
-                execution.install(execution._build(trainer.plan.candidates[0]))
+            self._each_its_own(f"the runs' batched losses do not compile ({_reason(err)})")
+        except RuntimeError as err:
+            # a CUDA graph warms up and records in its first calls: an op it cannot hold fails there with a CUDA
+            # error, not a compiler's; later, a RuntimeError is the runs' own
+            if self.batched.mode != "reduce-overhead" or self._calls >= RECORDING_CALLS:
+                raise
+            self._each_its_own(f"the runs' batched losses cannot be recorded as a CUDA graph ({_reason(err)})")
+
+    def _each_its_own(self, why: str) -> None:
+        """The batched graph failed: each run computes its losses and G by its own plan from here on."""
+        self.batched, self._results = None, None
+        self.notice(f"{why}; each run computes its own, still in lockstep")
+        for trainer in self.trainers:  # each on its own from here: no lane to resume in
+            trainer.group_lane = None
+            execution = trainer.execution
+            execution.install(execution._build(trainer.plan.candidates[0]))
 
     def member_results(self, index: int) -> tuple[Losses, torch.Tensor]:
         """Run ``index``'s losses and G [m, p] of this epoch."""

@@ -176,6 +176,28 @@ def test_what_keeps_runs_from_a_group(settings, blocked):
         RunGroup(trainers)
 
 
+@pytest.mark.parametrize("mode, falls_back", [("reduce-overhead", True), ("default", False)])
+def test_a_batched_cuda_graph_that_cannot_be_recorded_leaves_each_run_its_own(monkeypatch, mode, falls_back):
+    """Under `compile = graphs` on a GPU an op that a CUDA graph cannot hold fails in the first calls with a CUDA
+    error (a RuntimeError): each run then takes its own plan.  Without CUDA graphs such an error is the runs' own
+    and stops them.  (The failure is a stand-in: `compile = graphs` records CUDA graphs on a GPU only.)"""
+    from pinnspec.engine import _compiled
+
+    def fails(self, thetas, points):
+        raise RuntimeError("CUDA error: operation not permitted when stream is capturing (a test's stand-in)")
+
+    monkeypatch.setattr(_compiled.BatchedGradients, "__call__", fails)
+    notices = []
+    group = RunGroup([_trainer(), _trainer(optimizer="adam(lr = 1e-2)")], notice=notices.append)
+    group.batched.mode = mode
+    if not falls_back:
+        with pytest.raises(RuntimeError, match="a test's stand-in"):
+            group.run()
+        return
+    assert [r.execution for r in group.run()] == ["one graph"] * 2
+    assert len(notices) == 1 and "cannot be recorded as a CUDA graph (" in notices[0]
+
+
 def test_runs_whose_networks_have_other_fixed_tensors_do_not_group():
     """A Fourier-feature network's matrix is drawn from the seed and not trained: the batched graph reads one
     network's, so seeds 0 and 1 (on Hammersley points, which do not depend on the seed) cannot share it."""
