@@ -386,15 +386,19 @@ Reference = Union[ExactReference, GeneratedReference, FileReference]
 
 @dataclass(frozen=True)
 class TestPoints:
-    """``count`` random points, or a ``grid`` (one count per coordinate);
-    neither: the reference's own points, else 10,000 LHS points."""
+    """``count`` random points, a ``grid`` (one count per coordinate), or about ``uniform`` points on a grid
+    inside the box (`sampling.uniform_interior_points`); none: the reference's own points, else 10,000 LHS
+    points."""
 
     count: int | None = None
     grid: tuple[int, ...] | None = None
+    uniform: int | None = None
 
     def __str__(self) -> str:
         if self.grid:
             return "grid " + " x ".join(str(n) for n in self.grid)
+        if self.uniform:
+            return f"uniform {self.uniform} (a grid inside the box, as DeepXDE's uniform_points)"
         if self.count:
             return f"{self.count} points"
         return "default (the reference's own points, else 10000 LHS points)"

@@ -26,7 +26,7 @@ import torch
 from .. import ir
 from ..forward import forward_values
 from ..registry import REFERENCES, UnknownNameError
-from ..sampling import PointPlan, PointSet, box_points, grid_points, load_reference
+from ..sampling import PointPlan, PointSet, box_points, grid_points, load_reference, uniform_interior_points
 from ..sampling._adaptive import AdaptiveSampler
 from ..sampling._regions import domain_points, inside_domain, sample_region
 from ..sampling._table import TableColumns, TableInterpolator, table_interpolator
@@ -726,6 +726,8 @@ class CompiledProblem:
                 self._test = grid_points(coords, t.grid)
                 if domain is not None:
                     self._test = inside_domain(domain, self._test)
+            elif t.uniform:
+                self._test = uniform_interior_points(coords, t.uniform)
             elif t.count:
                 self._test = self._box_or_domain_points(t.count, TEST_STREAM)
             elif isinstance(self.ir.reference, ir.GeneratedReference):

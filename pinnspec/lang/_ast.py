@@ -376,6 +376,7 @@ class Test(Statement):
     count: Number | None
     grid: tuple[Number, ...] | None
     span: Span
+    uniform: Number | None = None  # `test uniform N`
 
 
 @dataclass(frozen=True)

@@ -502,8 +502,9 @@ class Lowering:
             self.diag.error(face.coordinate.span, f"unknown coordinate '{name}'{more}")
             return None
         if coord.is_time:
-            self.diag.error(face.coordinate.span, f"'{name}' is the time coordinate: a condition at {name} = "
-                            f"{coord.lo:g} is written with 'initial'")
+            self.diag.error(face.coordinate.span, f"'{name}' is the time coordinate, not a face of the space box: "
+                            f"a condition at {name} = {coord.lo:g} is written with 'initial'; for points at another "
+                            f"time, declare '{name}' in 'space'")
             return None
         value = self._constant(face.value, f"the face value of '{name}'")
         if value is None:
@@ -924,6 +925,14 @@ class Lowering:
                 if None in counts:
                     return ir.TestPoints()
                 return ir.TestPoints(grid=tuple(counts))
+            if st.uniform is not None:
+                n = self._count(st.uniform, "the number of uniform test points")
+                if self.geometry.domain is not None:
+                    self.diag.error(st.span, "'test uniform' places its grid in the box; this spec's domain has "
+                                    "shapes: use 'test N' or 'test grid ...' (their points outside the domain "
+                                    "are left out)")
+                    return ir.TestPoints()
+                return ir.TestPoints(uniform=n)
             n = self._count(st.count, "the number of test points")
             return ir.TestPoints(count=n)
         return ir.TestPoints()

@@ -293,6 +293,9 @@ class ToAst(Transformer):
     def test_grid(self, meta, c):
         return A.Test(None, tuple(_number(t) for t in c), _span(meta))
 
+    def test_uniform(self, meta, c):
+        return A.Test(None, None, _span(meta), uniform=_number(c[0]))
+
     def validate_count(self, meta, c):
         return A.Validate(_number(c[0]), _number(c[1]), _span(meta))
 

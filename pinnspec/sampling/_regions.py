@@ -327,6 +327,41 @@ def grid_points(coordinates: Sequence[ir.Coordinate], counts: Sequence[int]) -> 
     return np.ascontiguousarray(np.stack([g.reshape(-1) for g in mesh], axis=1))
 
 
+def uniform_interior_points(coordinates: Sequence[ir.Coordinate], n: int) -> np.ndarray:
+    """About ``n`` points on a grid strictly inside the box, as DeepXDE's ``uniform_points(n, boundary=False)``
+    places them (PINNacle scores its cases with an exact solution there), rows in the order of `grid_points`.
+
+    Space alone (d coordinates, volume V): spacing h = (V / n)^(1/d), each coordinate of length L gets
+    ceil(L / h) points spaced L / (ceil(L / h) + 1) inside it.  With time, over [t0, t1]: the space part gets
+    n_x = ceil(sqrt(n * V_box / (t1 - t0))) points that way and time n_t = ceil(n / n_x) points t1 - k (t1 - t0)
+    / n_t, k = 0 .. n_t - 1 (the final time in, the initial out).  So n = 20,000 on [0, 1]^2 x [0, 5] gives
+    8 x 8 x 313 points: x, y at k/9 and t = 5, 5 - 5/313, ...  The counts follow DeepXDE's float arithmetic."""
+    coordinates = tuple(coordinates)
+    if int(n) != n or n < 1:
+        raise ValueError(f"the number of uniform points must be a whole number >= 1, got {n!r}")
+    space = [c for c in coordinates if not c.is_time]
+    time = [c for c in coordinates if c.is_time]
+    volume = float(np.prod([c.hi - c.lo for c in space])) if space else 1.0
+    if time:
+        duration = time[0].hi - time[0].lo
+        n_space = int(np.ceil((n * volume / duration) ** 0.5))
+        n_time = int(np.ceil(n / n_space))
+    else:
+        n_space, n_time = int(n), 0
+    axes = {}
+    if space:
+        spacing = (volume / n_space) ** (1 / len(space))
+        for c in space:
+            # 1-D: DeepXDE's interval takes n_space points itself (the formula's ceil(L / h) up to rounding)
+            k = n_space if len(space) == 1 else int(np.ceil((c.hi - c.lo) / spacing))
+            axes[c.name] = np.linspace(c.lo, c.hi, num=k + 1, endpoint=False, dtype=np.float64)[1:]
+    if time:
+        t = time[0]
+        axes[t.name] = np.linspace(t.hi, t.lo, num=n_time, endpoint=False, dtype=np.float64)[::-1]
+    mesh = np.meshgrid(*(axes[c.name] for c in coordinates), indexing="ij")
+    return np.ascontiguousarray(np.stack([g.reshape(-1) for g in mesh], axis=1))
+
+
 def box_points(coordinates: Sequence[ir.Coordinate], n: int,
                rng: np.random.Generator | int | None) -> np.ndarray:
     """``n`` LHS points in the full box (test and validation sets).  ``rng``

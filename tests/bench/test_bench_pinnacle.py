@@ -40,10 +40,33 @@ def test_enforce_methods(method, expected):
     assert _pinnacle.method_settings(method) == {**expected, "enforce": _pinnacle.EVERY_ENFORCEABLE}
 
 
-@pytest.mark.parametrize("case, names", [("poisson2dc", ["outer", "rims"]), ("burgers1d", ["ic", "walls"]),
+@pytest.mark.parametrize("case, names", [("poisson2dc", ["outer", "rimne", "rimnw", "rimse", "rimsw"]), ("burgers1d", ["ic", "walls"]),
                                          ("heat2dms", ["ic", "sides"])])
 def test_the_enforceable_conditions_of_a_case(case, names):
     assert _pinnacle.enforceable(str(CASES / f"{case}.pinn")) == names
+
+
+# PINNacle's DeepXDE evaluates each PDE on every training point (interior, boundary and initial: its
+# data/pde.py), so its PDE loss is a mean over these many points; Wave1d-C's top edge (512 more in PINNacle)
+# has no points in a spec, whose time coordinate takes no conditions at its final time.
+@pytest.mark.parametrize("case, per_pde", [
+    ("burgers1d", [12288]), ("poisson2dc", [10240]), ("ns2dc", [10240] * 3), ("heat2dms", [49152]),
+    ("wave1dc", [9728]), ("pnd", [40960]), ("pinv", [10240]), ("pinvpinnacle", [10240]), ("hinv", [49152]),
+])
+def test_each_pde_loss_pools_the_points_pinnacle_evaluates_it_on(case, per_pde):
+    spec = pinnspec.load(str(CASES / f"{case}.pinn"))
+    counts = dict(spec.ir.sampling.points)
+    pools = [term for task in spec.ir.grouping("default").tasks for _, term in task.terms
+             if hasattr(term, "conditions")]
+    pdes = [pool for pool in pools if spec.ir.condition(pool.conditions[0]).kind == "equation"]
+    assert [sum(counts[c] for c in pool.conditions) for pool in pdes] == per_pde
+    # the pooled conditions on the boundary and at t = 0 share the points of the conditions there (HInv has
+    # no initial condition: its PDE at t = 0 has points of its own)
+    sets = [s.conditions for s in pinnspec.compile(spec).point_plan.sets]
+    for pool in pdes:
+        for condition in pool.conditions[1:]:
+            alone = (case, condition) == ("hinv", "heatic")
+            assert any(condition in members and len(members) > 1 - alone for members in sets), condition
 
 
 def test_method_without_surgery_is_an_error():

@@ -99,6 +99,10 @@ CASES = [
     # --- regions
     ("face not on the box", HEAD + PDE + "boundary bc on x = 2: u = 0\n", 6, 20, "not on the box"),
     ("face on time", HEAD + PDE + "boundary bc on t = 0: u = 0\n", 6, 16, "written with 'initial'"),
+    ("uniform test points in a domain with shapes", DOMAIN + "test uniform 100\n", 7, 1,
+     "'test uniform' places its grid in the box"),
+    ("face on the final time", HEAD + PDE + "boundary bc on t = 1: u = 0\n", 6, 16,
+     "for points at another time, declare 't' in 'space'"),
     ("face unknown coordinate", HEAD + PDE + "boundary bc on y = 0: u = 0\n", 6, 16, "unknown coordinate 'y'"),
     ("reversed interval", "problem p\nspace x in [1, 0]\nfield u\nequation pde: u_x = 0\n", 2, 7, "reversed interval"),
     ("empty interval", "problem p\nspace x in [1, 1]\nfield u\nequation pde: u_x = 0\n", 2, 7, "empty interval"),

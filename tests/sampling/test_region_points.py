@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pinnspec import ir
-from pinnspec.sampling import PointSet, box_points, face_counts, grid_points, sample_region
+from pinnspec.sampling import PointSet, box_points, face_counts, grid_points, sample_region, uniform_interior_points
 
 X = ir.Coordinate("x", -1.0, 2.0)
 Y = ir.Coordinate("y", 0.0, 1.0)
@@ -139,6 +139,44 @@ def test_grid_points_inclusive_last_coordinate_fastest():
     assert grid_points((X, Y, T), (2, 2, 2)).shape == (8, 3)
     with pytest.raises(ValueError, match="one count per coordinate"):
         grid_points((X, T), (4,))
+
+
+def _unit(name, lo=0.0, hi=1.0, time=False):
+    return ir.Coordinate(name, lo, hi, is_time=time)
+
+
+def _inner(lo, hi, k):
+    """k points spaced (hi - lo) / (k + 1) strictly inside [lo, hi]."""
+    return lo + (hi - lo) * np.arange(1, k + 1) / (k + 1)
+
+
+def _to_final(lo, hi, k):
+    """k points hi - j (hi - lo) / k, j = 0 .. k - 1: the final time in, the initial out."""
+    return np.sort(hi - (hi - lo) * np.arange(k) / k)
+
+
+# The grids DeepXDE 1.x's uniform_points(n, boundary=False) gives PINNacle's exact-solution cases (its Hypercube,
+# Interval and GeometryXTime, run on each case's geometry): per coordinate, the values it takes.
+@pytest.mark.parametrize("case, coordinates, n, axes", [
+    ("Heat2d-MS", [_unit("x"), _unit("y"), _unit("t", 0, 5, True)], 20000,
+     [_inner(0, 1, 8), _inner(0, 1, 8), _to_final(0, 5, 313)]),
+    ("Wave1d-C", [_unit("x"), _unit("t", time=True)], 2500, [_inner(0, 1, 50), _to_final(0, 1, 50)]),
+    ("PNd", [_unit(f"x{i}") for i in range(1, 6)], 20000, [_inner(0, 1, 8)] * 5),
+    ("PInv", [_unit("x"), _unit("y")], 2500, [_inner(0, 1, 50)] * 2),
+    ("HInv", [_unit("x", -1), _unit("y", -1), _unit("t", time=True)], 20000,
+     [_inner(-1, 1, 17), _inner(-1, 1, 17), _to_final(0, 1, 71)]),
+])
+def test_uniform_interior_points_are_deepxdes_grids_of_pinnacles_cases(case, coordinates, n, axes):
+    points = uniform_interior_points(coordinates, n)
+    assert points.shape == (int(np.prod([len(a) for a in axes])), len(coordinates))
+    for column, axis in zip(points.T, axes):
+        np.testing.assert_allclose(np.unique(column), axis, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(points, grid_points_of(axes), rtol=0, atol=1e-14)  # the tensor grid, in order
+
+
+def grid_points_of(axes):
+    mesh = np.meshgrid(*axes, indexing="ij")
+    return np.stack([g.reshape(-1) for g in mesh], axis=1)
 
 
 def test_box_points_are_lhs_in_the_box_and_seeded():
