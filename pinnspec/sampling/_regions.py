@@ -339,24 +339,19 @@ def uniform_interior_points(coordinates: Sequence[ir.Coordinate], n: int) -> np.
     coordinates = tuple(coordinates)
     if int(n) != n or n < 1:
         raise ValueError(f"the number of uniform points must be a whole number >= 1, got {n!r}")
-    space = [c for c in coordinates if not c.is_time]
     time = [c for c in coordinates if c.is_time]
-    volume = float(np.prod([c.hi - c.lo for c in space])) if space else 1.0
-    if time:
-        duration = time[0].hi - time[0].lo
-        n_space = int(np.ceil((n * volume / duration) ** 0.5))
-        n_time = int(np.ceil(n / n_space))
-    else:
-        n_space, n_time = int(n), 0
+    space = [c for c in coordinates if not c.is_time] or time  # time alone: an interval like a space coordinate
+    time = time if space is not time else []
+    volume = float(np.prod([c.hi - c.lo for c in space]))
+    n_space = int(np.ceil((n * volume / (time[0].hi - time[0].lo)) ** 0.5)) if time else int(n)
     axes = {}
-    if space:
-        spacing = (volume / n_space) ** (1 / len(space))
-        for c in space:
-            # 1-D: DeepXDE's interval takes n_space points itself (the formula's ceil(L / h) up to rounding)
-            k = n_space if len(space) == 1 else int(np.ceil((c.hi - c.lo) / spacing))
-            axes[c.name] = np.linspace(c.lo, c.hi, num=k + 1, endpoint=False, dtype=np.float64)[1:]
+    spacing = (volume / n_space) ** (1 / len(space))
+    for c in space:
+        # 1-D: DeepXDE's interval takes n_space points itself (the formula's ceil(L / h) up to rounding)
+        k = n_space if len(space) == 1 else int(np.ceil((c.hi - c.lo) / spacing))
+        axes[c.name] = np.linspace(c.lo, c.hi, num=k + 1, endpoint=False, dtype=np.float64)[1:]
     if time:
-        t = time[0]
+        t, n_time = time[0], int(np.ceil(n / n_space))
         axes[t.name] = np.linspace(t.hi, t.lo, num=n_time, endpoint=False, dtype=np.float64)[::-1]
     mesh = np.meshgrid(*(axes[c.name] for c in coordinates), indexing="ij")
     return np.ascontiguousarray(np.stack([g.reshape(-1) for g in mesh], axis=1))

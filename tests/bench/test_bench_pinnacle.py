@@ -40,7 +40,8 @@ def test_enforce_methods(method, expected):
     assert _pinnacle.method_settings(method) == {**expected, "enforce": _pinnacle.EVERY_ENFORCEABLE}
 
 
-@pytest.mark.parametrize("case, names", [("poisson2dc", ["outer", "rimne", "rimnw", "rimse", "rimsw"]), ("burgers1d", ["ic", "walls"]),
+@pytest.mark.parametrize("case, names", [("poisson2dc", ["outer", "rimne", "rimnw", "rimse", "rimsw"]),
+                                         ("burgers1d", ["ic", "walls"]),
                                          ("heat2dms", ["ic", "sides"])])
 def test_the_enforceable_conditions_of_a_case(case, names):
     assert _pinnacle.enforceable(str(CASES / f"{case}.pinn")) == names

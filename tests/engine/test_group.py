@@ -201,7 +201,8 @@ def test_a_batched_cuda_graph_that_cannot_be_recorded_leaves_each_run_its_own(mo
 def test_runs_whose_networks_have_other_fixed_tensors_do_not_group():
     """A Fourier-feature network's matrix is drawn from the seed and not trained: the batched graph reads one
     network's, so seeds 0 and 1 (on Hammersley points, which do not depend on the seed) cannot share it."""
-    settings = {"sampler": "hammersley", "resample": "never", "model": "fourier_mlp(width = 8, depth = 2, features = 4)"}
+    settings = {"sampler": "hammersley", "resample": "never",
+                "model": "fourier_mlp(width = 8, depth = 2, features = 4)"}
     reason = group_blocker([_trainer(seed="0", **settings), _trainer(seed="1", surgery="config", **settings)])
     assert reason is not None and "other fixed (untrained) tensors" in reason and "Fourier" in reason
     assert group_blocker([_trainer(seed="0", **settings), _trainer(seed="0", surgery="config", **settings)]) is None

@@ -174,6 +174,14 @@ def test_uniform_interior_points_are_deepxdes_grids_of_pinnacles_cases(case, coo
     np.testing.assert_allclose(points, grid_points_of(axes), rtol=0, atol=1e-14)  # the tensor grid, in order
 
 
+def test_uniform_interior_points_of_one_coordinate_are_n_inner_points():
+    for coordinates in ([_unit("x", -1, 2)], [_unit("t", 0, 3, True)]):
+        lo, hi = coordinates[0].lo, coordinates[0].hi
+        np.testing.assert_allclose(uniform_interior_points(coordinates, 7)[:, 0], _inner(lo, hi, 7), atol=1e-15)
+    with pytest.raises(ValueError, match="whole number >= 1"):
+        uniform_interior_points([_unit("x")], 0)
+
+
 def grid_points_of(axes):
     mesh = np.meshgrid(*axes, indexing="ij")
     return np.stack([g.reshape(-1) for g in mesh], axis=1)
