@@ -321,6 +321,11 @@ def grid_points(coordinates: Sequence[ir.Coordinate], counts: Sequence[int]) -> 
         if int(m) != m or m < 1:
             raise ValueError(f"the grid count for '{c.name}' must be a whole number >= 1, got {m!r}")
     axes = [np.linspace(c.lo, c.hi, int(m), dtype=np.float64) for c, m in zip(coordinates, counts)]
+    return _tensor_grid(axes)
+
+
+def _tensor_grid(axes: Sequence[np.ndarray]) -> np.ndarray:
+    """Every combination of the axes' values ``[prod(len), d]``, the last axis varying fastest."""
     if not axes:
         return np.empty((1, 0), dtype=np.float64)
     mesh = np.meshgrid(*axes, indexing="ij")
@@ -353,8 +358,7 @@ def uniform_interior_points(coordinates: Sequence[ir.Coordinate], n: int) -> np.
     if time:
         t, n_time = time[0], int(np.ceil(n / n_space))
         axes[t.name] = np.linspace(t.hi, t.lo, num=n_time, endpoint=False, dtype=np.float64)[::-1]
-    mesh = np.meshgrid(*(axes[c.name] for c in coordinates), indexing="ij")
-    return np.ascontiguousarray(np.stack([g.reshape(-1) for g in mesh], axis=1))
+    return _tensor_grid([axes[c.name] for c in coordinates])
 
 
 def box_points(coordinates: Sequence[ir.Coordinate], n: int,
