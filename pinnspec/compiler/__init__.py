@@ -11,10 +11,11 @@ __all__ = ["compile_spec", "CompiledProblem", "DerivativePlan", "Kernel", "Kerne
            "Points", "TorchPointSet", "generate_kernel"]
 
 
-def compile_spec(spec) -> CompiledProblem:
-    """Compile a checked spec (``pinnspec.load(...)``) or a path to a .pinn file."""
+def compile_spec(spec, grouping: str | None = None) -> CompiledProblem:
+    """Compile a checked spec (``pinnspec.load(...)``) or a path to a .pinn file; ``grouping``: only the
+    conditions that grouping trains (`CompiledProblem`)."""
     from ..lang import Spec, load
 
     if not isinstance(spec, Spec):
         spec = load(spec)
-    return CompiledProblem(spec)
+    return CompiledProblem(spec, grouping=grouping)

@@ -111,14 +111,24 @@ def host_to_device(a, dtype, device) -> torch.Tensor:
 
 
 class CompiledProblem:
-    def __init__(self, spec, *, enforce: bool = True):
+    def __init__(self, spec, *, enforce: bool = True, grouping: str | None = None):
         """``enforce``: rewrite the residuals for the spec's hard constraints (`constrained_problem`): the
         problem a `HardConstrained` network trains on; False: the conditions as written (``verify`` runs the
-        exact solution through them)."""
+        exact solution through them).  ``grouping``: compile only the conditions its tasks use, and the
+        enforced ones (they hold by construction; their losses are logged as a check); a condition in no
+        task (`left_out`) is then neither evaluated nor logged: the points it shares with others carry no
+        derivative rows for it.  None: every condition.  The points are drawn for every condition either way
+        (the same points, whichever grouping trains)."""
         self.spec = spec
         self.ir: ir.Problem = constrained_problem(spec.ir) if enforce else spec.ir
         self.enforces = enforce and bool(spec.ir.hard_constraints)
         p = self.ir
+        conditions = p.conditions
+        if grouping is not None:
+            used = set(p.enforced).union(*(task.conditions for task in p.grouping(grouping).tasks))
+            conditions = tuple(c for c in p.conditions if c.name in used)
+        #: the conditions not compiled (in no task of ``grouping``), in the spec's order
+        self.left_out = tuple(c.name for c in p.conditions if c not in conditions)
         self.fields = p.fields
         self.coordinates = tuple(c.name for c in p.coordinates)
         self.dim = len(self.coordinates)
@@ -138,14 +148,14 @@ class CompiledProblem:
 
         # per point set: the fields whose derivatives enter every residual there through one linear operator
         on_set: dict[int, list] = {}
-        for cond in p.conditions:
+        for cond in conditions:
             on_set.setdefault(self.point_plan.set_index(cond.name), []).extend(
                 r for group in residual_groups(cond) for r in group)
         #: set index -> field index -> LinearOperator (read as one value by the kernels on that set)
         self.operators = {index: find_operators(residuals, p) for index, residuals in on_set.items()}
         pending: list[tuple[ir.Condition, list[Kernel]]] = []
         all_kernels: list[Kernel] = []
-        for cond in p.conditions:
+        for cond in conditions:
             groups = residual_groups(cond)
             operators = self.operators[self.point_plan.set_index(cond.name)]
             ks = [generate_kernel(f"residual_{cond.name}" + (f"_face{i}" if len(groups) > 1 else ""), res, p,
@@ -193,10 +203,10 @@ class CompiledProblem:
         #: every set's needs together: what `all_set_residuals` evaluates on all the points at once
         self.union_plan = DerivativePlan.build(set().union(*needs.values()), self.fields, self.coordinates)
         time = p.time
-        #: condition -> its causal weighting over time chunks (`causal` statements)
+        #: condition -> its causal weighting over time chunks (`causal` statements of compiled conditions)
         self.causal: dict[str, CausalChunks] = {
             c.condition: CausalChunks(c.eps, c.chunks, self.coordinates.index(time.name), float(time.lo),
-                                      float(time.hi)) for c in p.causal}
+                                      float(time.hi)) for c in p.causal if c.condition in self.condition_kernels}
         #: point set index -> the kernels of the conditions evaluated on it (sets in first-use order)
         self.by_set: dict[int, list[ConditionKernels]] = {}
         for ck in self.condition_kernels.values():
@@ -206,8 +216,8 @@ class CompiledProblem:
         self.adaptive: AdaptiveSampler | None = (self.point_plan.sampler
                                                  if isinstance(self.point_plan.sampler, AdaptiveSampler) else None)
         self.adaptive_sets: tuple[int, ...] = () if self.adaptive is None else tuple(
-            s.index for s in self.point_plan.sets
-            if not s.is_data and all(p.condition(name).kind == "equation" for name in s.conditions))
+            s.index for s in self.point_plan.sets if s.index in self.by_set
+            and not s.is_data and all(p.condition(name).kind == "equation" for name in s.conditions))
         #: set index -> (seed, block, its points before that block, its points in that block): what the
         #: adaptive samplers that keep points (`rard`, `r3`) start from
         self._adaptive_history: dict[int, tuple[int, int, np.ndarray, np.ndarray]] = {}
@@ -480,7 +490,7 @@ class CompiledProblem:
             return lambda x: x.sum(dim=1, keepdim=True) * 0 + row  # derivatives by x: 0
 
         for condition in self.ir.conditions:
-            if condition.kind != "initial":
+            if condition.kind != "initial" or condition.name in self.left_out:
                 continue
             ck = self.condition_kernels[condition.name]
             points = sample_region(condition.region, self.point_plan.coordinates, n, "uniform", rng)
@@ -603,6 +613,15 @@ class CompiledProblem:
         tasks = [losses.task_list[0] + sum(terms)] + list(losses.task_list[1:])
         return Losses(tasks, losses.conditions, losses.grouping)
 
+    def grouping(self, name: str | None = None) -> ir.Grouping:
+        """The spec's grouping ``name`` (None: the default), when every condition it uses is compiled."""
+        g = self.ir.grouping(name)
+        missing = [c for task in g.tasks for c in task.conditions if c in self.left_out]
+        if missing:
+            raise ValueError(f"grouping '{g.name}' uses {', '.join(dict.fromkeys(missing))}, which this problem "
+                             "left out (it was compiled for another grouping's conditions)")
+        return g
+
     def counts(self, points: Points) -> dict[str, int]:
         """condition -> the divisor of its mean: its set's points (on a shard, the whole set's)."""
         return {name: points.sets[ck.set_index].count for name, ck in self.condition_kernels.items()}
@@ -612,7 +631,7 @@ class CompiledProblem:
         """The losses of ``grouping`` from every condition's sum of squared residuals and its divisor."""
         # sum / count rather than mean: on a shard, count is the whole set's (see `TorchPointSet.count`)
         conditions = {name: sums[name] / counts[name] for name in sums}
-        g = self.ir.grouping(grouping)
+        g = self.grouping(grouping)
         tasks = []
         for task in g.tasks:
             total = 0
@@ -631,7 +650,7 @@ class CompiledProblem:
         derivatives, read off by evaluating it on unit sums (so the weights, means and pools are written once)."""
         key = (grouping, tuple(counts.items()))
         if key not in self._coefficients:
-            rows: list[dict[str, float]] = [{} for _ in self.ir.grouping(grouping).tasks]
+            rows: list[dict[str, float]] = [{} for _ in self.grouping(grouping).tasks]
             for condition in counts:
                 unit = {name: float(name == condition) for name in counts}
                 for row, value in zip(rows, self.losses_from_sums(unit, counts, grouping).task_list):
@@ -645,7 +664,7 @@ class CompiledProblem:
         feeds none: ()).  A task's row of G is the sum of its sets' gradients of that task's loss."""
         if grouping not in self._feeds:
             feeds: dict[int, set[int]] = {index: set() for index in self.by_set}
-            for i, task in enumerate(self.ir.grouping(grouping).tasks):
+            for i, task in enumerate(self.grouping(grouping).tasks):
                 for _, atom in task.terms:
                     for c in (atom.conditions if isinstance(atom, ir.PoolLoss) else (atom.condition,)):
                         feeds[self.condition_kernels[c].set_index].add(i)

@@ -272,7 +272,7 @@ class Trainer:
         self.stage_index = 0
         self.dtype = _DTYPES[self.stages[0].dtype]
         self.grouping = p.grouping()
-        self.problem = compile_spec(spec)
+        self.problem = compile_spec(spec, self.grouping.name)
 
         self.model = build_model(spec, self.problem, device=self.device, dtype=self.dtype)
         self.params = self.problem.init_params(device=self.device, dtype=self.dtype)
@@ -281,7 +281,7 @@ class Trainer:
         self._check_dense_stages()
         self.schedule = SCHEDULES.get(t.schedule.name)(**t.schedule.options)
         self.chain_generator = torch.Generator().manual_seed(self.seed + 1)  # PCGrad orders, Hutchinson probes
-        self.condition_names = [c.name for c in p.conditions]
+        self.condition_names = list(self.problem.condition_kernels)  # the spec's order, less `left_out`
         self.qn = self.qn_state = self.objective = None  # a second-order stage's method, state, objective
         self.qn_failures = 0  # consecutive line searches without a decrease
         self.qn_stopped: str | None = None  # why the stage stopped moving (converged or stalled), if it did
@@ -325,12 +325,16 @@ class Trainer:
             self._notice(f"enforce: {', '.join(p.enforced)} hold{'s' if one else ''} by construction "
                          f"({'; '.join(how)}); {'it is' if one else 'they are'} in no task (the loss is logged)",
                          prefix=False)
+        if self.problem.left_out:
+            one = len(self.problem.left_out) == 1
+            self._notice(f"grouping '{self.grouping.name}': {', '.join(self.problem.left_out)} "
+                         f"{'is' if one else 'are'} in no task: not evaluated, no loss logged", prefix=False)
         self.columns = (["epoch", "lr", "loss"] + [f"task{i}" for i in range(m)]
                         + [f"loss:{c}" for c in self.condition_names]
                         + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"]
                         + ([f"weight{i}" for i in range(m)] if self.state.weights is not None else [])
                         + (["stage", "evaluations"] if t.stages else [])
-                        + [f"causal:{c.condition}" for c in p.causal]
+                        + [f"causal:{c.condition}" for c in p.causal if c.condition in self.problem.causal]
                         + ([f"attention:{c}" for c in self.condition_names] if self.attention is not None else []))
         if self.stages[0].second_order:
             self._setup_stage(0)

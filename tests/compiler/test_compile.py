@@ -122,6 +122,55 @@ def test_param_gradients_flow():
     assert params["k"].grad is not None and params["k"].grad.abs() > 0
 
 
+#: the PDE stated again on the walls' points (one set: same part, same count), pooled by one grouping only
+RESTATED = """problem restated
+space x in [0, 1]
+time  t in [0, 1]
+field u
+let residual = u_t - 0.1*u_xx
+equation pde: residual = 0
+initial  ic: u = sin(pi*x)
+boundary walls on x = 0, x = 1: u = 0
+boundary pdewalls on x = 0, x = 1: residual = 0
+grouping pooled   = [pool(pde, pdewalls), walls, ic]
+grouping interior = [pde, walls, ic]
+points pde 64, walls 16, ic 16, pdewalls 16
+model mlp(width = 8, depth = 2)
+train epochs = 3, seed = 0, dtype = float64
+"""
+
+
+@pytest.mark.parametrize("stack", ["off", "on"])
+def test_a_grouping_compiles_only_the_conditions_its_tasks_use(stack):
+    from pinnspec.compiler import CompiledProblem
+    from pinnspec.engine._compiled import FusedGradients
+
+    spec = pinnspec.lang.loads(RESTATED, filename="restated.pinn")
+    every, interior = CompiledProblem(spec), CompiledProblem(spec, grouping="interior")
+    every.stack = interior.stack = stack
+    assert every.left_out == () and interior.left_out == ("pdewalls",)
+    assert list(interior.condition_kernels) == ["pde", "ic", "walls"]
+    walls = interior.condition_kernels["walls"].set_index
+    assert walls == every.condition_kernels["pdewalls"].set_index  # the walls' points carry no derivative rows
+    assert interior.plans[walls].needs == ((0, ()),) and len(every.plans[walls].needs) > 1
+    model = small_model(every)
+    points, same = every.sample(0, dtype=torch.float64), interior.sample(0, dtype=torch.float64)
+    assert all(torch.equal(a.x, b.x) for a, b in zip(points.sets, same.sets))  # the points do not depend on it
+    for engine in ("autograd", "forward"):
+        a = every.losses(model, points, grouping="interior", engine=engine)
+        b = interior.losses(model, same, grouping="interior", engine=engine)
+        assert torch.allclose(a.tasks, b.tasks, rtol=1e-13, atol=0) and set(b.conditions) == {"pde", "ic", "walls"}
+    theta = torch.cat([t.detach().reshape(-1) for t in model.parameters()])  # [p]
+    tasks, _, G = FusedGradients(every, model, {}, "interior")(theta, *FusedGradients(
+        every, model, {}, "interior").inputs(points))
+    fused = FusedGradients(interior, model, {}, "interior")
+    tasks_b, conditions_b, G_b = fused(theta, *fused.inputs(same))  # [m], [C], [m, p]
+    assert torch.allclose(tasks, tasks_b, rtol=1e-13, atol=0) and torch.allclose(G, G_b, rtol=1e-12, atol=1e-15)
+    assert conditions_b.shape == (3,)
+    with pytest.raises(ValueError, match="grouping 'pooled' uses pdewalls, which this problem left out"):
+        interior.losses(model, same, grouping="pooled")
+
+
 def test_forward_and_autograd_engines_give_the_same_losses():
     problem = pinnspec.compile(ROOT / "specs" / "schrodinger.pinn")
     model = small_model(problem)

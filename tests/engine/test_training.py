@@ -103,6 +103,17 @@ def test_loss_decreases_and_history_is_complete(tmp_path):
     assert saved["validation"] == "points" and saved["best_epoch"] is not None
 
 
+def test_conditions_in_no_task_are_not_evaluated_and_the_run_says_so(tmp_path, capsys):
+    text = (TINY.read_text().replace("initial  ic:", "boundary pdewalls on x = 0, x = 1: u_t - 0.1*u_xx = 0\ninitial  ic:")
+            .replace("points pde 200, walls 40, ic 40", "points pde 200, walls 40, ic 40, pdewalls 40"))
+    spec = pinnspec.lang.loads(text, filename="tiny.pinn")
+    assert Trainer(spec).problem.left_out == ("pdewalls",)
+    pinnspec.train(spec, epochs=3, overrides={"compile": "on"}, out=str(tmp_path))
+    assert "grouping 'three': pdewalls is in no task: not evaluated, no loss logged" in capsys.readouterr().err
+    header = (tmp_path / "history.csv").read_text().splitlines()[0].split(",")
+    assert [c for c in header if c.startswith("loss:")] == ["loss:pde", "loss:ic", "loss:walls"]
+
+
 def test_same_seed_same_run():
     a = pinnspec.train(TINY, epochs=30, surgery="pcgrad").to_dict()
     b = pinnspec.train(TINY, epochs=30, surgery="pcgrad").to_dict()
