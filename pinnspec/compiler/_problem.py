@@ -123,12 +123,10 @@ class CompiledProblem:
         self.ir: ir.Problem = constrained_problem(spec.ir) if enforce else spec.ir
         self.enforces = enforce and bool(spec.ir.hard_constraints)
         p = self.ir
-        conditions = p.conditions
-        if grouping is not None:
-            used = set(p.enforced).union(*(task.conditions for task in p.grouping(grouping).tasks))
-            conditions = tuple(c for c in p.conditions if c.name in used)
+        used = None if grouping is None else set(p.enforced).union(*(t.conditions for t in p.grouping(grouping).tasks))
+        conditions = tuple(c for c in p.conditions if used is None or c.name in used)
         #: the conditions not compiled (in no task of ``grouping``), in the spec's order
-        self.left_out = tuple(c.name for c in p.conditions if c not in conditions)
+        self.left_out = tuple(c.name for c in p.conditions if used is not None and c.name not in used)
         self.fields = p.fields
         self.coordinates = tuple(c.name for c in p.coordinates)
         self.dim = len(self.coordinates)
