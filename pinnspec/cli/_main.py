@@ -97,7 +97,7 @@ def _cmd_show(args) -> int:
         return EXIT_OK
     from ..compiler import compile_spec
 
-    problem = compile_spec(spec)
+    problem = compile_spec(spec, spec.ir.grouping().name)  # what the spec's grouping trains
     print(problem.describe_plan() if args.stage == "plan" else problem.kernel_source, end="\n")
     return EXIT_OK
 

@@ -118,7 +118,8 @@ class CompiledProblem:
         enforced ones (they hold by construction; their losses are logged as a check); a condition in no
         task (`left_out`) is then neither evaluated nor logged: the points it shares with others carry no
         derivative rows for it.  None: every condition.  The points are drawn for every condition either way
-        (the same points, whichever grouping trains)."""
+        (a sampler's base draws are the same whichever grouping trains; an adaptive sampler redraws from the
+        residuals of the compiled conditions alone, those that train)."""
         self.spec = spec
         self.ir: ir.Problem = constrained_problem(spec.ir) if enforce else spec.ir
         self.enforces = enforce and bool(spec.ir.hard_constraints)
@@ -488,10 +489,12 @@ class CompiledProblem:
             return lambda x: x.sum(dim=1, keepdim=True) * 0 + row  # derivatives by x: 0
 
         for condition in self.ir.conditions:
-            if condition.kind != "initial" or condition.name in self.left_out:
+            if condition.kind != "initial":
+                continue
+            points = sample_region(condition.region, self.point_plan.coordinates, n, "uniform", rng)
+            if condition.name in self.left_out:  # drawn all the same: the next condition's points do not move
                 continue
             ck = self.condition_kernels[condition.name]
-            points = sample_region(condition.region, self.point_plan.coordinates, n, "uniform", rng)
             s = self._to_torch(ck.set_index, points, "cpu", torch.float64)
             at = {}
             for key, values in [("zero", [0.0] * fields)] + [(f, [float(f == j) for j in range(fields)])
@@ -779,11 +782,14 @@ class CompiledProblem:
         lines = [f"derivative plan for problem {self.ir.name} (coordinates: {', '.join(self.coordinates)})"]
         for s in self.point_plan.sets:
             count = "all rows" if s.count is None else f"{s.count} points"
-            lines.append(f"set {s.index}: {s.region}, {count} -> {', '.join(s.conditions)}")
+            names = [c for c in s.conditions if c not in self.left_out]
+            lines.append(f"set {s.index}: {s.region}, {count} -> {', '.join(names) or 'nothing (left out)'}")
             for line in self.plans[s.index].describe():
                 lines.append(f"  {line}")
             if isinstance(s.region, ir.PeriodicPairs):
                 lines.append("  (evaluated on both ends of the periodic pairs)")
+        if self.left_out:
+            lines.append(f"left out (in no task of the grouping): {', '.join(self.left_out)}")
         return "\n".join(lines)
 
 

@@ -79,7 +79,7 @@ def verify(problem: CompiledProblem, *, seed: int = 0, params: dict[str, float] 
     """Every condition as written, on the exact solution; and, for a spec with hard constraints (``enforce``),
     every enforced condition on the constrained output A + D * u* (its data must come back to
     `ENFORCE_RTOL`: a row '<condition> (enforced)')."""
-    if problem.enforces:  # the conditions as written: the exact solution is the field, not the network
+    if problem.enforces or problem.left_out:  # every condition as written: the exact solution is the field
         problem = CompiledProblem(problem.spec, enforce=False)
     if problem.exact_kernel is None:
         raise ValueError(f"the problem '{problem.ir.name}' has no 'exact' solution: verify needs one "

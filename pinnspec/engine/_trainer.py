@@ -207,8 +207,8 @@ def describe_execution(spec) -> str:
     t = spec.ir.training
     device = resolve_device(t.setting("device"))
     dtype = torch.float64 if t.setting("dtype") == "float64" else torch.float32
-    problem = compile_spec(spec)
     grouping = spec.ir.grouping()
+    problem = compile_spec(spec, grouping.name)
     plan = plan_execution(problem, build_model(spec, problem, device=device, dtype=dtype),
                           UpdateChain.from_training(spec.ir.training), grouping=grouping.name,
                           num_losses=grouping.m, device=device)
@@ -263,9 +263,6 @@ class Trainer:
         #: the stages in order (one without `stage` statements) and the epoch each begins at
         self.stages = t.stage_list()
         self.stage_starts = [sum(s.epochs for s in self.stages[:k]) for k in range(len(self.stages))]
-        if distributed and p.causal:
-            raise ValueError("causal weighting takes each time chunk's mean over all of its points: data-parallel "
-                             "runs (point sets split over ranks) do not take it; train without --distributed")
         if distributed and any(s.second_order for s in self.stages):
             raise ValueError(f"a quasi-Newton stage ({', '.join(catalog.QUASI_NEWTON_STAGES)}) does not run "
                              "data-parallel (its line search is one process's): train the spec without --distributed")
@@ -273,6 +270,9 @@ class Trainer:
         self.dtype = _DTYPES[self.stages[0].dtype]
         self.grouping = p.grouping()
         self.problem = compile_spec(spec, self.grouping.name)
+        if distributed and self.problem.causal:
+            raise ValueError("causal weighting takes each time chunk's mean over all of its points: data-parallel "
+                             "runs (point sets split over ranks) do not take it; train without --distributed")
 
         self.model = build_model(spec, self.problem, device=self.device, dtype=self.dtype)
         self.params = self.problem.init_params(device=self.device, dtype=self.dtype)
@@ -1034,6 +1034,13 @@ class Trainer:
         self.best = _Best(**state["best"])
         self.counters = _Counters(**state["counters"])
         self.history = list(state["history"])
+        # a checkpoint of a run that logged more conditions (written before conditions in no task were left
+        # out): their columns stay in history.csv, empty after the resume, nothing that was logged lost
+        logged = dict.fromkeys(key for row in self.history for key in row if key.startswith("loss:"))
+        more = [key for key in logged if key not in self.columns]
+        if more:
+            at = max((i for i, c in enumerate(self.columns) if c.startswith("loss:")), default=2) + 1
+            self.columns = self.columns[:at] + more + self.columns[at:]
         self.validations = list(state["validations"])
         self.elapsed = state["elapsed"]
         self.lowest_loss = state.get("lowest_loss")  # absent in checkpoints written before the blow-up check

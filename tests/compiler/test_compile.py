@@ -171,6 +171,27 @@ def test_a_grouping_compiles_only_the_conditions_its_tasks_use(stack):
         interior.losses(model, same, grouping="pooled")
 
 
+def test_a_left_out_condition_moves_no_initialisation_point_and_verify_still_checks_it(tmp_path, capsys):
+    from pinnspec.compiler import CompiledProblem
+
+    text = (RESTATED.replace("initial  ic:", "initial  ict: u_t = -0.1*pi^2*sin(pi*x)\ninitial  ic:")
+            .replace("model mlp", "exact u = sin(pi*x)*exp(-0.1*pi^2*t)\nmodel mlp"))
+    spec = pinnspec.lang.loads(text, filename="restated.pinn")
+    every, interior = CompiledProblem(spec), CompiledProblem(spec, grouping="interior")
+    assert interior.left_out == ("ict", "pdewalls")
+    # the physics-informed initialisation fits ic on points drawn after ict's: the same with ict left out
+    fitted, same = every.initial_values(32, seed=3), interior.initial_values(32, seed=3)
+    assert list(fitted) == list(same) == [0]
+    assert all(torch.equal(a, b) for a, b in zip(fitted[0], same[0]))
+    checks = verify(interior)
+    assert {c.name for c in checks} == {"pde", "ict", "ic", "walls", "pdewalls"} and all(c.passed for c in checks)
+    path = tmp_path / "restated.pinn"
+    path.write_text(text)
+    assert main(["show", str(path), "--stage", "plan", "--set", "grouping=interior"]) == 0
+    out = capsys.readouterr().out
+    assert "left out (in no task of the grouping): ict, pdewalls" in out and "-> walls\n  needs: u\n" in out
+
+
 def test_forward_and_autograd_engines_give_the_same_losses():
     problem = pinnspec.compile(ROOT / "specs" / "schrodinger.pinn")
     model = small_model(problem)

@@ -100,22 +100,29 @@ def test_one_ctrl_c_delivered_twice_checkpoints_and_stops(tmp_path):
     assert torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["epoch"] == 10
 
 
+def _trained_until_a_crash_at_epoch_20(out: Path, epochs: int) -> None:
+    """TINY trained into ``out`` with a checkpoint every 10 epochs, stopped by an error its log raises at epoch 20
+    (before that epoch's checkpoint): the run directory holds the checkpoint of epoch 10."""
+    import pinnspec
+
+    def crash_at_epoch_20(line):
+        if line.startswith("epoch 20/"):
+            raise RuntimeError("the machine went away")
+
+    with pytest.raises(RuntimeError, match="went away"):
+        pinnspec.train(str(TINY), epochs=epochs, out=str(out), overrides={"checkpoint_every": 10}, log=crash_at_epoch_20)
+
+
 def test_a_killed_run_holds_the_prediction_of_its_last_checkpoint(tmp_path):
     """predictions.npz is written with each checkpoint: a run that dies after its checkpoint at epoch 10 (here an
     error raised from its log at epoch 20, before that epoch's checkpoint) keeps the prediction of the model in
     that checkpoint, next to result.json saying "running" at epoch 10."""
     import numpy as np
 
-    import pinnspec
     from pinnspec.engine import load_run
 
-    def crash_at_epoch_20(line):
-        if line.startswith("epoch 20/"):
-            raise RuntimeError("the machine went away")
-
     out = tmp_path / "run"
-    with pytest.raises(RuntimeError, match="went away"):
-        pinnspec.train(str(TINY), epochs=60, out=str(out), overrides={"checkpoint_every": 10}, log=crash_at_epoch_20)
+    _trained_until_a_crash_at_epoch_20(out, epochs=60)
     result = json.loads((out / "result.json").read_text())
     assert (result["status"], result["epochs_done"]) == ("running", 10)
     with np.load(out / "predictions.npz") as saved:
@@ -124,3 +131,22 @@ def test_a_killed_run_holds_the_prediction_of_its_last_checkpoint(tmp_path):
     assert trainer.epoch == 10
     again = trainer._predict(torch.as_tensor(points, dtype=trainer.dtype)).double().numpy()
     np.testing.assert_allclose(prediction, again, rtol=0, atol=1e-12)
+
+
+def test_a_resume_keeps_the_loss_columns_its_checkpoint_logged(tmp_path):
+    """A checkpoint whose history logged the loss of a condition the resumed run does not evaluate (in no task
+    of its grouping; runs before such conditions were left out logged them) keeps that column in history.csv,
+    empty from the resume on."""
+    import pinnspec
+    from pinnspec.engine._artifacts import load_checkpoint, save_torch
+
+    out = tmp_path / "run"
+    _trained_until_a_crash_at_epoch_20(out, epochs=30)
+    state = load_checkpoint(str(out / "checkpoint.pt"))
+    state["history"] = [{**row, "loss:ghost": 0.5} for row in state["history"]]
+    save_torch(str(out / "checkpoint.pt"), state)
+    assert pinnspec.engine.resume(str(out)).status == "completed"
+    rows = (out / "history.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    assert [c for c in header if c.startswith("loss:")] == ["loss:pde", "loss:ic", "loss:walls", "loss:ghost"]
+    assert [r.split(",")[header.index("loss:ghost")] for r in rows[1:]].count("0.5") == len(state["history"])
