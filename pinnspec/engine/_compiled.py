@@ -143,7 +143,7 @@ class FusedGradients:
         self.param_names = list(params)
         self.shapes = self.unit.shapes + [tuple(t.shape) for t in params.values()]
         self.sizes = [math.prod(shape) for shape in self.shapes]
-        self.m = len(problem.ir.grouping(grouping).tasks)
+        self.m = len(problem.grouping(grouping).tasks)
         #: per set (``by_set`` order): its conditions, and the tasks it feeds
         self.conditions = [[ck.condition for ck in cks] for cks in problem.by_set.values()]
         self.feeds = problem.tasks_of_sets(grouping)

@@ -334,7 +334,7 @@ class Trainer:
                         + ["R_g", "R_a", "R_u", "R_p", "projected", "cos_pu", "validation"]
                         + ([f"weight{i}" for i in range(m)] if self.state.weights is not None else [])
                         + (["stage", "evaluations"] if t.stages else [])
-                        + [f"causal:{c.condition}" for c in p.causal if c.condition in self.problem.causal]
+                        + [f"causal:{name}" for name in self.problem.causal]
                         + ([f"attention:{c}" for c in self.condition_names] if self.attention is not None else []))
         if self.stages[0].second_order:
             self._setup_stage(0)
@@ -1034,13 +1034,13 @@ class Trainer:
         self.best = _Best(**state["best"])
         self.counters = _Counters(**state["counters"])
         self.history = list(state["history"])
-        # a checkpoint of a run that logged more conditions (written before conditions in no task were left
-        # out): their columns stay in history.csv, empty after the resume, nothing that was logged lost
-        logged = dict.fromkeys(key for row in self.history for key in row if key.startswith("loss:"))
-        more = [key for key in logged if key not in self.columns]
-        if more:
-            at = max((i for i, c in enumerate(self.columns) if c.startswith("loss:")), default=2) + 1
-            self.columns = self.columns[:at] + more + self.columns[at:]
+        # a checkpoint whose history logged columns this run does not (`loss:`, `causal:` or `attention:` of a
+        # condition now in no task of the grouping, hence not evaluated): they stay in history.csv, each after
+        # its kind's columns, empty from the resume on; nothing that was logged is lost
+        for key in dict.fromkeys(key for row in self.history for key in row):
+            if key not in self.columns:
+                kind = [i for i, c in enumerate(self.columns) if ":" in key and c.startswith(key.split(":")[0] + ":")]
+                self.columns.insert(kind[-1] + 1 if kind else len(self.columns), key)
         self.validations = list(state["validations"])
         self.elapsed = state["elapsed"]
         self.lowest_loss = state.get("lowest_loss")  # absent in checkpoints written before the blow-up check

@@ -143,10 +143,11 @@ def test_a_resume_keeps_the_loss_columns_its_checkpoint_logged(tmp_path):
     out = tmp_path / "run"
     _trained_until_a_crash_at_epoch_20(out, epochs=30)
     state = load_checkpoint(str(out / "checkpoint.pt"))
-    state["history"] = [{**row, "loss:ghost": 0.5} for row in state["history"]]
+    state["history"] = [{**row, "loss:ghost": 0.5, "attention:ghost": 2.0} for row in state["history"]]
     save_torch(str(out / "checkpoint.pt"), state)
     assert pinnspec.engine.resume(str(out)).status == "completed"
     rows = (out / "history.csv").read_text().splitlines()
     header = rows[0].split(",")
     assert [c for c in header if c.startswith("loss:")] == ["loss:pde", "loss:ic", "loss:walls", "loss:ghost"]
     assert [r.split(",")[header.index("loss:ghost")] for r in rows[1:]].count("0.5") == len(state["history"])
+    assert header[-1] == "attention:ghost" and [r.split(",")[-1] for r in rows[1:]].count("2") == len(state["history"])
