@@ -41,6 +41,7 @@ class CompiledLosses:
                       for index in problem.by_set}
         self.fused_unit = torch.compile(own_code(FusedGradients.__call__), mode=mode, dynamic=False,
                                         fullgraph=True)
+        self.summed_unit = torch.compile(own_code(FusedGradients.summed), mode=mode, dynamic=False, fullgraph=True)
         self._fused: dict[str | None, FusedGradients] = {}  # grouping -> the last one built
         #: the network adds its own loss term (outside the per-set graphs): G does not come from one pass
         self.model_term = bool(problem.model_terms(model))
@@ -86,6 +87,19 @@ class CompiledLosses:
         with aot_cacheable():
             tasks, conditions, G = self.fused_unit(fused, theta.detach(), inputs, counts)  # [m], [C], [m, p]
         return fused.losses(tasks, conditions), G
+
+
+    def summed(self, points: Points, params: dict[str, torch.Tensor], grouping: str | None, theta: torch.Tensor,
+               weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """(tasks [m], conditions [C], the gradient of sum_i weights_i tasks_i [p]) by one compiled graph
+        (`FusedGradients.summed`: one pullback per point set), what a quasi-Newton stage's objective takes;
+        None where the network adds its own loss term."""
+        fused = self.fused(params, grouping)
+        if fused is None:
+            return None
+        inputs, counts = fused.inputs(points)
+        with aot_cacheable():
+            return self.summed_unit(fused, theta.detach(), inputs, counts, weights)
 
 
 class _ModelUnit(torch.nn.Module):
@@ -172,18 +186,40 @@ class FusedGradients:
             sums, G = self._merged(theta, inputs, coefficients)
         else:
             sums, G = self._per_set(theta, inputs, coefficients, batched=stacking == "on")
+        return (*self._stacked_losses(sums, counts), G)
+
+    def summed(self, theta: torch.Tensor, inputs: list[tuple], counts: dict[str, int], weights: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The task losses [m], the condition losses [C] and the gradient [p] of f = sum_i weights_i L_i
+        (``weights`` [m]): f is linear in the conditions' sums too, so its gradient is one pullback per point
+        set of the weighted coefficients (not m rows of G summed)."""
+        coefficients = self.problem.task_coefficients(counts, self.grouping)  # per task: {condition: c}
+        combined = {}  # condition -> sum_i weights_i c_i (a 0-d tensor)
+        for i, row in enumerate(coefficients):
+            for condition, c in row.items():
+                term = weights[i] * c
+                combined[condition] = term if condition not in combined else combined[condition] + term
+        sums, G = self._per_set(theta, inputs, (combined,), batched=False, feeds=[(0,) if fed else ()
+                                                                                   for fed in self.feeds])
+        return (*self._stacked_losses(sums, counts), G[0])
+
+    def _stacked_losses(self, sums: dict[str, torch.Tensor], counts: dict[str, int]
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(tasks [m], conditions [C]) from the conditions' sums (detached)."""
         losses = self.problem.losses_from_sums({name: value.detach() for name, value in sums.items()}, counts,
                                                self.grouping)
         tasks = torch.stack(losses.task_list)  # [m]
         conditions = torch.stack([losses.conditions[name] for name in self.problem.condition_kernels])  # [C]
-        return tasks, conditions, G
+        return tasks, conditions
 
-    def _per_set(self, theta: torch.Tensor, inputs: list[tuple], coefficients, batched: bool
+    def _per_set(self, theta: torch.Tensor, inputs: list[tuple], coefficients, batched: bool, feeds=None
                  ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """(condition -> its sum, G [m, p]): a network pass per set, a pullback per task it feeds (``batched``:
-        one vmapped pullback of a set's tasks)."""
-        sums, shares = {}, [[] for _ in range(self.m)]  # condition -> its sum; task -> its sets' rows [p]
-        for index, names, fed, args in zip(self.problem.by_set, self.conditions, self.feeds, inputs):
+        """(condition -> its sum, G [k, p]): a network pass per set, a pullback per task it feeds (``batched``:
+        one vmapped pullback of a set's tasks).  ``coefficients``: per task {condition: c} (a number, or a 0-d
+        tensor), the grouping's unless given with ``feeds`` (per set, the tasks it feeds)."""
+        feeds = self.feeds if feeds is None else feeds
+        sums, shares = {}, [[] for _ in coefficients]  # condition -> its sum; task -> its sets' rows [p]
+        for index, names, fed, args in zip(self.problem.by_set, self.conditions, feeds, inputs):
             sums_of_set = functools.partial(self._call, _one_set_sums, index, args)
             if not fed:  # conditions no task of this grouping uses: their losses only
                 sums.update(zip(names, sums_of_set(theta.detach())))
@@ -191,8 +227,7 @@ class FusedGradients:
             values, pullback = torch.func.vjp(sums_of_set, theta)
             sums.update(zip(names, values))
             # per task, its coefficients on the set's conditions, filled on the device (no copy from the host)
-            cotangents = [[torch.full_like(v, coefficients[i].get(c, 0.0)) for v, c in zip(values, names)]
-                          for i in fed]
+            cotangents = [[_filled(v, coefficients[i].get(c, 0.0)) for v, c in zip(values, names)] for i in fed]
             if batched and len(fed) > 1:  # one backward pass with k cotangents: fewer, larger kernels
                 columns = tuple(torch.stack(column) for column in zip(*cotangents))  # per condition [k]
                 rows = torch.func.vmap(pullback)(columns)[0].unbind(0)  # k x [p]
@@ -222,6 +257,11 @@ class FusedGradients:
         weights = {"model." + name: piece for name, piece in zip(names, pieces)}
         params = dict(zip(self.param_names, pieces[len(names):]))
         return tuple(torch.func.functional_call(self.unit, weights, (sums, self.problem, *args, params)))
+
+
+def _filled(like: torch.Tensor, value) -> torch.Tensor:
+    """``like``'s shape and dtype filled with ``value`` (a number, or a 0-d tensor), on its device."""
+    return torch.full_like(like, value) if isinstance(value, (int, float)) else value.to(like.dtype).expand_as(like)
 
 
 class BatchedGradients:

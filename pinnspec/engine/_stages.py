@@ -27,10 +27,13 @@ Hessian), as Urban, Stefanou & Pons (2025) do between their BFGS restarts.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 
 from ..compiler import CompiledProblem, Points
+from ._compiled import CompiledLosses
+from ._execute import _reason
 
 __all__ = ["SummedObjective"]
 
@@ -59,7 +62,8 @@ class SummedObjective:
 
     def __init__(self, problem: CompiledProblem, model: torch.nn.Module, params: dict[str, torch.Tensor],
                  points: Points, grouping: str | None, weights: torch.Tensor | None, engine: str | None,
-                 condition_names: list[str], keep: int = 64):
+                 condition_names: list[str], keep: int = 64, compiled: CompiledLosses | None = None,
+                 notice: Callable[[str], None] = print):
         # the causal chunk weights of the stage's first parameters, frozen like lambda: with weights that follow
         # the residuals (and carry no gradient) f would not be the function whose gradient this returns
         causal = problem.causal_weights(model, points, params, engine=engine) if problem.causal else {}
@@ -72,9 +76,37 @@ class SummedObjective:
         self.weights = weights  # [m] or None
         self.condition_names = condition_names
         self.keep = keep
+        #: f and its gradient by one compiled graph (`CompiledLosses.summed`), or None: eagerly.  Not with causal
+        #: weights (frozen here, recomputed by the compiled sums)
+        self.compiled = None if problem.causal else compiled
+        self.params = params
+        self.grouping = grouping
+        self.notice = notice
         self._logged: list[tuple[torch.Tensor, torch.Tensor]] = []  # (theta [p], losses [m + C]), newest last
 
     def __call__(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        out = self._compiled_call(theta) if self.compiled is not None else None
+        return out if out is not None else self._eager_call(theta)
+
+    def _compiled_call(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """f and its gradient by the compiled graph; None (and eagerly from then on, said once) where it
+        does not compile or the network adds its own loss term."""
+        m = len(self.unit.problem.grouping(self.grouping).tasks)
+        lam = self.weights.to(theta) if self.weights is not None else theta.new_ones(m)  # [m]
+        try:
+            out = self.compiled.summed(self.points, self.params, self.grouping, theta, lam)
+        except torch._dynamo.exc.TorchDynamoException as err:
+            self.notice(f"the quasi-Newton stage's objective does not compile ({_reason(err)}); it runs eagerly")
+            out = None
+        if out is None:
+            self.compiled = None
+            return None
+        tasks, conditions, gradient = out  # [m], [C], [p]
+        f = (lam * tasks).sum()
+        self._logged = (self._logged + [(theta.detach(), torch.cat([tasks, conditions]))])[-self.keep:]
+        return f, gradient
+
+    def _eager_call(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         leaf = theta.detach().requires_grad_(True)  # [p]
         pieces = [piece.view(shape) for piece, shape in zip(leaf.split(self.sizes), self.shapes)]
         weights = dict(zip(self.names, pieces))

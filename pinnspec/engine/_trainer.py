@@ -35,6 +35,7 @@ from .._malloc import tune_allocator
 from .._rss import read_status, reset_peak
 from .. import catalog, models, optim, surgery  # noqa: F401  (register the built-in names)
 from ..compiler import compile_spec
+from ..forward import supports
 from ..models._field_groups import FieldGroups
 from ..models._periodic import PeriodicEmbedding
 from ..optim._quasi_newton import DENSE_LIMIT_BYTES, dense_bytes, quasi_newton
@@ -43,6 +44,7 @@ from ..sampling._regions import files_outside_domain
 from . import _artifacts as files
 from . import _schedule  # noqa: F401  (registers the schedules)
 from ._chain import ChainState, UpdateChain
+from ._compiled import CompiledLosses
 from ._execute import Execution, StepContext, StepOut, plan_execution
 from ._stages import SummedObjective
 from ._weights import GradNorm, ntk_diagonal_mean
@@ -283,6 +285,7 @@ class Trainer:
         self.chain_generator = torch.Generator().manual_seed(self.seed + 1)  # PCGrad orders, Hutchinson probes
         self.condition_names = list(self.problem.condition_kernels)  # the spec's order, less `left_out`
         self.qn = self.qn_state = self.objective = None  # a second-order stage's method, state, objective
+        self._qn_graph: CompiledLosses | None = None  # what compiles its objective (`_objective_graph`)
         self.qn_failures = 0  # consecutive line searches without a decrease
         self.qn_stopped: str | None = None  # why the stage stopped moving (converged or stalled), if it did
         self._fixed_points = None  # a second-order stage's points
@@ -420,7 +423,18 @@ class Trainer:
         self._fixed_points = points or self._sample(first, None if first == start else SECOND_ORDER_BLOCKS + first)
         self.objective = SummedObjective(self.problem, self.model, self.params, self._fixed_points,
                                          self.grouping.name, self.state.weights, self.plan.engine,
-                                         self.condition_names)
+                                         self.condition_names, compiled=self._objective_graph(),
+                                         notice=lambda text: self._notice(text, prefix=False))
+
+    def _objective_graph(self) -> CompiledLosses | None:
+        """What compiles a quasi-Newton stage's objective (`SummedObjective`), built once per run: with ``compile``
+        on (or ``graphs``: the line search keeps its evaluations' values, which a CUDA graph's replay would
+        overwrite, so plain graphs) and a network the forward derivative engine covers; else None (eager)."""
+        if self.spec.ir.training.setting("compile") == "off" or not supports(self.problem.network(self.model)):
+            return None
+        if self._qn_graph is None:
+            self._qn_graph = CompiledLosses(self.problem, self.model, "default")
+        return self._qn_graph
 
     def _initial_stage_state(self, k: int) -> None:
         """The states stage ``k`` begins with: a fresh chain state keeping the task weights (first-order), or
@@ -449,7 +463,7 @@ class Trainer:
             points = f"points new every {stage.resample} epochs" if stage.resample else "fixed points"
             note += (f"; it minimises the {'weighted ' if weights is not None else ''}sum of the task losses at "
                      f"{points}, without surgery or alignment ({t.surgery.name}, {t.align.name} apply to "
-                     "first-order stages); it runs eagerly")
+                     f"first-order stages); it runs {'compiled' if self.objective.compiled else 'eagerly'}")
         self._notice(note, prefix=False)
 
     def _warn_files_outside_domain(self) -> None:

@@ -159,6 +159,52 @@ def test_an_lbfgs_stage_minimises_the_weighted_sum_at_the_weights_of_the_switch(
     assert all(t.dtype == torch.float64 for t in trainer.theta)  # the objective did not change the parameters' type
 
 
+#: the PDE stated again on the walls' points (one set), pooled with the interior's: that set feeds two tasks
+RESTATED = ("boundary pdewalls on x = 0, x = 1: u_t - 0.1*u_xx = 0\n", ("grouping three = [N, B, I]",
+            "grouping three = [pool(pde, pdewalls), B, I]"), ("points pde 100,", "points pde 100, pdewalls 20,"))
+
+
+def test_a_compiled_quasi_newton_objective_equals_the_eager_one():
+    """With ``compile = on`` a quasi-Newton stage's f and its gradient come from one compiled graph: one pullback
+    per point set of the weighted coefficients, also where a set feeds two tasks (the walls' points here, with
+    the PDE stated again on them and pooled): the eager objective's values."""
+    text = (SPEC.format(weights="", second="").replace("stage adam(lr = 5e-3) epochs = 30", LBFGS_STAGE)
+            .replace("loss N = pde", RESTATED[0] + "loss N = pde").replace(*RESTATED[1]).replace(*RESTATED[2]))
+    trainer = Trainer(apply_overrides(loads(text), {"compile": "on"}), None)  # its first stage: the objective now
+    objective = trainer.objective
+    objective.weights = torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64)  # task weights as a switch freezes them
+    theta = trainer._theta_flat() + 0.01  # [p], float64
+    f, g = objective(theta)
+    assert objective.compiled is not None
+    logged = objective.logged(theta)  # [m + C]
+    eager_f, eager_g = objective._eager_call(theta)
+    assert math.isclose(float(f), float(eager_f), rel_tol=1e-12)
+    assert torch.allclose(g, eager_g, rtol=1e-10, atol=1e-14)
+    assert torch.allclose(logged, objective.logged(theta), rtol=1e-12)  # the eager call's, kept last
+    assert trainer.run().status == "completed"
+
+
+def test_a_resume_inside_a_compiled_quasi_newton_stage_is_bit_identical(tmp_path):
+    text = SPEC.format(weights="", second="").replace("stage adam(lr = 5e-3) epochs = 30", LBFGS_STAGE)
+    spec = apply_overrides(loads(text), {"compile": "on"})
+    straight = Trainer(spec, str(tmp_path / "straight"))
+    straight.run()
+    holder = {}
+
+    def stop(line):
+        if line.startswith("epoch 5/"):
+            holder["trainer"]._stop_requested = True
+
+    first = holder["trainer"] = Trainer(spec, str(tmp_path / "first"), log=stop)
+    assert first.run().status == "interrupted" and first.objective.compiled is not None
+    resumed = Trainer(spec, str(tmp_path / "first"))
+    resumed.load_state_dict(load_checkpoint(str(tmp_path / "first" / "checkpoint.pt")))
+    resumed.run()
+    a, b = straight.model.state_dict(), resumed.model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert _history(tmp_path / "straight") == _history(tmp_path / "first")
+
+
 def test_set_stage_replaces_every_stage():
     spec = apply_overrides(_spec(), {"stage": "adam(lr = 1e-3) epochs = 5; lbfgs epochs = 3, dtype = float64"})
     stages = spec.ir.training.stages
