@@ -63,7 +63,7 @@ class SummedObjective:
     def __init__(self, problem: CompiledProblem, model: torch.nn.Module, params: dict[str, torch.Tensor],
                  points: Points, grouping: str | None, weights: torch.Tensor | None, engine: str | None,
                  condition_names: list[str], keep: int = 64, compiled: CompiledLosses | None = None,
-                 notice: Callable[[str], None] = print):
+                 failed: Callable[[str], None] = print):
         # the causal chunk weights of the stage's first parameters, frozen like lambda: with weights that follow
         # the residuals (and carry no gradient) f would not be the function whose gradient this returns
         causal = problem.causal_weights(model, points, params, engine=engine) if problem.causal else {}
@@ -76,12 +76,13 @@ class SummedObjective:
         self.weights = weights  # [m] or None
         self.condition_names = condition_names
         self.keep = keep
-        #: f and its gradient by one compiled graph (`CompiledLosses.summed`), or None: eagerly.  Not with causal
-        #: weights (frozen here, recomputed by the compiled sums)
-        self.compiled = None if problem.causal else compiled
+        #: f and its gradient by one compiled graph (`CompiledLosses.summed`; not with causal weights, frozen
+        #: here, which the compiled sums recompute), or None: eagerly.  ``failed(notice)``: it did not compile
+        self.compiled, self.failed = compiled, failed
         self.params = params
         self.grouping = grouping
-        self.notice = notice
+        order = list(problem.condition_kernels)  # the compiled losses' order of the conditions
+        self._condition_rows = [order.index(name) for name in condition_names]
         self._logged: list[tuple[torch.Tensor, torch.Tensor]] = []  # (theta [p], losses [m + C]), newest last
 
     def __call__(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -89,21 +90,22 @@ class SummedObjective:
         return out if out is not None else self._eager_call(theta)
 
     def _compiled_call(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """f and its gradient by the compiled graph; None (and eagerly from then on, said once) where it
-        does not compile or the network adds its own loss term."""
+        """f and its gradient by the compiled graph; None (and eagerly from then on) where it does not compile
+        (``failed`` is told) or the network adds its own loss term."""
         m = len(self.unit.problem.grouping(self.grouping).tasks)
         lam = self.weights.to(theta) if self.weights is not None else theta.new_ones(m)  # [m]
         try:
             out = self.compiled.summed(self.points, self.params, self.grouping, theta, lam)
         except torch._dynamo.exc.TorchDynamoException as err:
-            self.notice(f"the quasi-Newton stage's objective does not compile ({_reason(err)}); it runs eagerly")
+            self.failed(f"the quasi-Newton stage's objective does not compile ({_reason(err)}); it runs eagerly")
             out = None
         if out is None:
             self.compiled = None
             return None
         tasks, conditions, gradient = out  # [m], [C], [p]
         f = (lam * tasks).sum()
-        self._logged = (self._logged + [(theta.detach(), torch.cat([tasks, conditions]))])[-self.keep:]
+        logged = torch.cat([tasks, conditions[self._condition_rows]])  # [m + C], as the eager call logs them
+        self._logged = (self._logged + [(theta.detach(), logged)])[-self.keep:]
         return f, gradient
 
     def _eager_call(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -203,6 +203,14 @@ def _physics_informed_init(spec, problem, trunk, net) -> None:
         trunk.fit_output(field, inputs.to(torch.float64), values.to(device))
 
 
+def _objective_compiles(training: ir.Training, problem, model) -> bool:
+    """Whether a quasi-Newton stage's objective (`SummedObjective`) runs as one compiled graph: ``compile`` on or
+    ``graphs``, the forward derivative engine (not ``engine = autograd``) covering the network, and no ``causal``
+    condition (its chunk weights are frozen for the stage, which the compiled sums do not take)."""
+    return (training.setting("compile") != "off" and training.setting("engine") != "autograd"
+            and not problem.causal and supports(problem.network(model)))
+
+
 def describe_execution(spec) -> str:
     """How a training step of ``spec`` runs: its execution plan (`plan_execution`), as
     ``pinnspec show --stage step`` prints it.  Nothing is compiled or trained."""
@@ -211,15 +219,17 @@ def describe_execution(spec) -> str:
     dtype = torch.float64 if t.setting("dtype") == "float64" else torch.float32
     grouping = spec.ir.grouping()
     problem = compile_spec(spec, grouping.name)
-    plan = plan_execution(problem, build_model(spec, problem, device=device, dtype=dtype),
-                          UpdateChain.from_training(spec.ir.training), grouping=grouping.name,
+    model = build_model(spec, problem, device=device, dtype=dtype)
+    plan = plan_execution(problem, model, UpdateChain.from_training(spec.ir.training), grouping=grouping.name,
                           num_losses=grouping.m, device=device)
     text = plan.describe(plan.candidates[0].name)
     if t.stages:  # the plan above is the first first-order stage's; each stage in order
         lines = [f"stages ({len(t.stages)}), each from the best checkpoint of those before it:"]
+        objective = "one compiled graph" if _objective_compiles(t, problem, model) else "eagerly"
         for k, stage in enumerate(t.stages):
-            how = ("its line search on the host, eagerly, the task losses' weighted sum at fixed points; no "
-                   "surgery or alignment" if stage.second_order else "the update chain with this stage's optimizer, planned as above")
+            how = (f"its line search on the host, f and its gradient by {objective}, the task losses' weighted sum "
+                   "at fixed points; no surgery or alignment" if stage.second_order
+                   else "the update chain with this stage's optimizer, planned as above")
             lines.append(f"  {k + 1}. {stage}: {how}")
         text += "\n" + "\n".join(lines)
     return text
@@ -285,7 +295,8 @@ class Trainer:
         self.chain_generator = torch.Generator().manual_seed(self.seed + 1)  # PCGrad orders, Hutchinson probes
         self.condition_names = list(self.problem.condition_kernels)  # the spec's order, less `left_out`
         self.qn = self.qn_state = self.objective = None  # a second-order stage's method, state, objective
-        self._qn_graph: CompiledLosses | None = None  # what compiles its objective (`_objective_graph`)
+        #: what compiles its objective (`_objective_graph`): None before it is built, False once it failed
+        self._qn_graph: CompiledLosses | None | bool = None
         self.qn_failures = 0  # consecutive line searches without a decrease
         self.qn_stopped: str | None = None  # why the stage stopped moving (converged or stalled), if it did
         self._fixed_points = None  # a second-order stage's points
@@ -342,6 +353,8 @@ class Trainer:
         if self.stages[0].second_order:
             self._setup_stage(0)
             self._initial_stage_state(0)
+            self._notice(f"stage 1/{len(self.stages)}: {self.stages[0]}; it runs "
+                         f"{'compiled' if self.objective.compiled else 'eagerly'}", prefix=False)
 
     def _evaluation_points(self) -> None:
         """The test and validation points in the run's dtype (from the problem's float64 points)."""
@@ -424,17 +437,23 @@ class Trainer:
         self.objective = SummedObjective(self.problem, self.model, self.params, self._fixed_points,
                                          self.grouping.name, self.state.weights, self.plan.engine,
                                          self.condition_names, compiled=self._objective_graph(),
-                                         notice=lambda text: self._notice(text, prefix=False))
+                                         failed=self._objective_failed)
 
     def _objective_graph(self) -> CompiledLosses | None:
         """What compiles a quasi-Newton stage's objective (`SummedObjective`), built once per run: with ``compile``
         on (or ``graphs``: the line search keeps its evaluations' values, which a CUDA graph's replay would
-        overwrite, so plain graphs) and a network the forward derivative engine covers; else None (eager)."""
-        if self.spec.ir.training.setting("compile") == "off" or not supports(self.problem.network(self.model)):
+        overwrite, so plain graphs) where `_objective_compiles`; else None (eager), also once it failed to compile
+        (`_objective_failed`)."""
+        if self._qn_graph is False or not _objective_compiles(self.spec.ir.training, self.problem, self.model):
             return None
         if self._qn_graph is None:
             self._qn_graph = CompiledLosses(self.problem, self.model, "default")
         return self._qn_graph
+
+    def _objective_failed(self, text: str) -> None:
+        """The objective did not compile: said once, and every later objective of the run is eager."""
+        self._qn_graph = False
+        self._notice(text, prefix=False)
 
     def _initial_stage_state(self, k: int) -> None:
         """The states stage ``k`` begins with: a fresh chain state keeping the task weights (first-order), or

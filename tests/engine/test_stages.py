@@ -201,8 +201,28 @@ def test_a_resume_inside_a_compiled_quasi_newton_stage_is_bit_identical(tmp_path
     resumed.load_state_dict(load_checkpoint(str(tmp_path / "first" / "checkpoint.pt")))
     resumed.run()
     a, b = straight.model.state_dict(), resumed.model.state_dict()
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert all(torch.equal(a[k], b[k]) for k in a) and resumed.objective.compiled is not None
     assert _history(tmp_path / "straight") == _history(tmp_path / "first")
+
+
+def test_an_objective_that_does_not_compile_runs_eagerly_and_says_so_once(monkeypatch, capsys):
+    from pinnspec.engine._compiled import CompiledLosses
+
+    text = SPEC.format(weights="", second="").replace("stage adam(lr = 5e-3) epochs = 30", SSBROYDEN_STAGE)
+    spec = apply_overrides(loads(text), {"compile": "on"})
+    assert Trainer(spec, None).objective.compiled is not None  # its first evaluation: when it is built
+    err = capsys.readouterr().err
+    assert "stage 1/1: ssbroyden(" in err and "; it runs compiled" in err
+
+    def planted(*args, **kwargs):
+        raise torch._dynamo.exc.TorchDynamoException("a planted failure")
+
+    monkeypatch.setattr(CompiledLosses, "summed", planted)
+    trainer = Trainer(spec, None)  # 12 epochs, new points every 4: three objectives
+    assert trainer.run().status == "completed" and trainer.objective.compiled is None
+    err = capsys.readouterr().err
+    assert err.count("the quasi-Newton stage's objective does not compile (a planted failure); it runs eagerly") == 1
+    assert "stage 1/1: ssbroyden(" in err and "; it runs eagerly" in err
 
 
 def test_set_stage_replaces_every_stage():
