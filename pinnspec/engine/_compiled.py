@@ -88,7 +88,6 @@ class CompiledLosses:
             tasks, conditions, G = self.fused_unit(fused, theta.detach(), inputs, counts)  # [m], [C], [m, p]
         return fused.losses(tasks, conditions), G
 
-
     def summed(self, points: Points, params: dict[str, torch.Tensor], grouping: str | None, theta: torch.Tensor,
                weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """(tasks [m], conditions [C], the gradient of sum_i weights_i tasks_i [p]) by one compiled graph
