@@ -81,6 +81,7 @@ class SummedObjective:
         self.compiled, self.failed = compiled, failed
         self.params = params
         self.grouping = grouping
+        self.m = len(problem.grouping(grouping).tasks)
         order = list(problem.condition_kernels)  # the compiled losses' order of the conditions
         self._condition_rows = [order.index(name) for name in condition_names]
         self._logged: list[tuple[torch.Tensor, torch.Tensor]] = []  # (theta [p], losses [m + C]), newest last
@@ -92,8 +93,7 @@ class SummedObjective:
     def _compiled_call(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
         """f and its gradient by the compiled graph; None (and eagerly from then on) where it does not compile
         (``failed`` is told) or the network adds its own loss term."""
-        m = len(self.unit.problem.grouping(self.grouping).tasks)
-        lam = self.weights.to(theta) if self.weights is not None else theta.new_ones(m)  # [m]
+        lam = self.weights.to(theta) if self.weights is not None else theta.new_ones(self.m)  # [m]
         try:
             out = self.compiled.summed(self.points, self.params, self.grouping, theta, lam)
         except torch._dynamo.exc.TorchDynamoException as err:
