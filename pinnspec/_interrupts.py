@@ -7,7 +7,9 @@ within ``REPEAT_S`` seconds of the first counts as that first one.  No torch her
 
 from __future__ import annotations
 
+import signal
 import time
+from typing import Callable
 
 #: a SIGINT this soon after the first is the first one delivered again (seconds)
 REPEAT_S = 1.0
@@ -28,3 +30,24 @@ class Interrupts:
             self.first = now
             return "first"
         return "repeat" if now - self.first < REPEAT_S else "again"
+
+
+def install_sigint(stop: Callable[[], object]):
+    """Ctrl-C: ``stop()`` (a run, or every run of a group, finishes the epoch, checkpoints and stops); a second
+    Ctrl-C stops at once (the same one delivered twice is one).  Returns the handler it replaced, for
+    `restore_sigint` (None where none could be installed: not the main thread)."""
+    interrupts = Interrupts()
+    try:
+        def handler(signum, frame):
+            if interrupts.arrive() == "again":
+                raise KeyboardInterrupt
+            stop()
+
+        return signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread
+        return None
+
+
+def restore_sigint(previous) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)

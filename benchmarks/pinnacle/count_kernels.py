@@ -160,10 +160,10 @@ def arithmetic_and_traffic(trainer: Trainer) -> tuple[float, float, float]:
     """(GFLOP, GB, GB of the matrix products) of one step's losses and G at the trainer's point counts."""
     fused = FusedGradients(trainer.problem, trainer.model, trainer.params, trainer.grouping.name)
     with FlopCounterMode(display=False) as counter:
-        fused(trainer._theta_flat(), *fused.inputs(trainer._points_for(0)))
+        fused(trainer.theta_flat(), *fused.inputs(trainer.points.at(0)))
     gb, gb_products = compiled_traffic(trainer.execution.compiled_losses().losses_and_gradients,
-                                       trainer._points_for(0), trainer.params, trainer.grouping.name,
-                                       trainer._theta_flat())
+                                       trainer.points.at(0), trainer.params, trainer.grouping.name,
+                                       trainer.theta_flat())
     return counter.get_total_flops() / 1e9, gb, gb_products
 
 

@@ -334,7 +334,7 @@ def _cmd_eval(args) -> int:
     trainer = load_run(run, device=args.device, out=None)
     result = trainer.result()
     saved = read_json(os.path.join(run, "result.json")) if os.path.isfile(os.path.join(run, "result.json")) else {}
-    print(f"{run}: re-tested on {len(trainer.test_points)} test points ({trainer.device})")
+    print(f"{run}: re-tested on {len(trainer.evaluation.test_points)} test points ({trainer.device})")
     for key, label in (("rel_l2", "best validation checkpoint"), ("rel_l2_final", "final model")):
         value = getattr(result, key)
         before = saved.get(key)
@@ -348,30 +348,30 @@ def _cmd_eval(args) -> int:
 def _eval_outside_domain(trainer) -> list[str]:
     """Test points outside the spec's domain (rows of a reference file, say) are flagged, not refused: the
     errors above keep them, as training computed them; the lines add the errors inside the domain only."""
-    domain = trainer.spec.ir.domain
-    if domain is None or not trainer.has_reference:
+    domain, evaluation = trainer.spec.ir.domain, trainer.evaluation
+    if domain is None or not evaluation.has_reference:
         return []
     import torch
 
     from ..sampling._regions import farthest_outside, outside_domain
 
-    points = trainer.test_points.double().cpu().numpy()  # [N, d]
+    points = evaluation.test_points.double().cpu().numpy()  # [N, d]
     found = farthest_outside(domain, trainer.spec.ir.coordinates, points)
     if found is None:
         return []
     count, example = found
-    keep = torch.as_tensor(~outside_domain(domain, points), device=trainer.test_points.device)  # [N]
+    keep = torch.as_tensor(~outside_domain(domain, points), device=evaluation.test_points.device)  # [N]
     lines = [f"  warning: {count} of {len(points)} test points lie outside the domain '{domain.name}' "
              f"({domain.expression}), the farthest at {example}; the errors above include them (as "
              f"training computed them)"]
     if not bool(keep.any()):
         return lines + ["  no test point lies inside the domain: no error inside it"]
-    saved = trainer.test_points, trainer.test_reference
-    trainer.test_points, trainer.test_reference = saved[0][keep], saved[1][keep]
+    saved = evaluation.test_points, evaluation.test_reference
+    evaluation.test_points, evaluation.test_reference = saved[0][keep], saved[1][keep]
     try:
         inside = trainer.result()
     finally:
-        trainer.test_points, trainer.test_reference = saved
+        evaluation.test_points, evaluation.test_reference = saved
     for key, label in (("rel_l2", "best validation checkpoint"), ("rel_l2_final", "final model")):
         value = getattr(inside, key)
         lines.append(f"  test rel-L2 inside the domain only ({int(keep.sum())} points), {label}: "

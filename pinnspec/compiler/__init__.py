@@ -5,10 +5,10 @@ Every stage stays inspectable (``pinnspec show --stage ast|ir|plan|kernel``).
 
 from ._codegen import Kernel, KernelInput, generate_kernel
 from ._plan import DerivativePlan, LinearOperator
-from ._problem import CompiledProblem, Losses, Points, TorchPointSet
+from ._problem import AdaptiveHistory, CompiledProblem, Losses, Points, TorchPointSet, host_to_device
 
 __all__ = ["compile_spec", "CompiledProblem", "DerivativePlan", "Kernel", "KernelInput", "LinearOperator", "Losses",
-           "Points", "TorchPointSet", "generate_kernel"]
+           "Points", "TorchPointSet", "generate_kernel", "AdaptiveHistory", "host_to_device"]
 
 
 def compile_spec(spec, grouping: str | None = None) -> CompiledProblem:

@@ -46,6 +46,11 @@ RESIDUAL_CHUNK = 4096
 DEFAULT_TEST_POINTS = 10_000
 
 
+#: set index -> (seed, block, its points before that block, its points in that block), float64 on the host: what
+#: the adaptive samplers that keep points (`rard`, `r3`) start their next block from
+AdaptiveHistory = dict[int, tuple[int, int, np.ndarray, np.ndarray]]
+
+
 @dataclass
 class TorchPointSet:
     x: torch.Tensor  # [N, d], requires grad (inputs of the derivative plan)
@@ -71,6 +76,8 @@ class Points:
     #: set index -> the host points (float64) an adaptive sampler chose for it: what a checkpoint keeps, so that
     #: a resumed run goes on with the points the model chose then (None without an adaptive sampler)
     adaptive: dict[int, np.ndarray] | None = None
+    #: what an adaptive sampler starts its next draw from after this one (`CompiledProblem.adapted`)
+    history: AdaptiveHistory | None = None
 
 
 @dataclass
@@ -217,9 +224,6 @@ class CompiledProblem:
         self.adaptive_sets: tuple[int, ...] = () if self.adaptive is None else tuple(
             s.index for s in self.point_plan.sets if s.index in self.by_set
             and not s.is_data and all(p.condition(name).kind == "equation" for name in s.conditions))
-        #: set index -> (seed, block, its points before that block, its points in that block): what the
-        #: adaptive samplers that keep points (`rard`, `r3`) start from
-        self._adaptive_history: dict[int, tuple[int, int, np.ndarray, np.ndarray]] = {}
         self._generator = None
         self._file_rows = None  # a reference file's (points, values), read once
         self._test = None
@@ -228,10 +232,12 @@ class CompiledProblem:
 
     # ================================================================== points
     def sample(self, epoch: int, seed: int | None = None, *, device="cpu", dtype=torch.float32,
-               residual=None, block: int | None = None, adaptive: dict[int, np.ndarray] | None = None) -> Points:
+               residual=None, block: int | None = None, adaptive: dict[int, np.ndarray] | None = None,
+               history: AdaptiveHistory | None = None) -> Points:
         """The points of ``epoch`` as tensors: a pure function of seed and epoch, except the equation sets
         of an adaptive sampler (``rad``, ``rard``, ``r3``), which follow ``residual(set_index, x [n, d]) ->
-        |r| [n]`` (:meth:`residual_function` of the model at this epoch) from the first resampling on.
+        |r| [n]`` (:meth:`residual_function` of the model at this epoch) from the first resampling on, starting
+        from ``history`` (the `Points.history` of the caller's last draw; None: a fresh run).
         Without ``residual`` every set is its sampler's base draw.  ``block`` replaces the resampling block
         of ``epoch`` (`PointPlan.sample`).  ``adaptive``: the adaptive sets' points of this block as an earlier
         draw chose them (``Points.adaptive``, kept in a checkpoint), taken as they are."""
@@ -241,45 +247,33 @@ class CompiledProblem:
         chosen = None
         if self.adaptive is not None and (residual is not None or adaptive is not None):
             if adaptive is None:
-                sets = self.adapted(seed, int(epoch), sets, residual, block)
+                sets, history = self.adapted(seed, int(epoch), sets, residual, block, history)
             else:
                 sets = [PointSet(np.ascontiguousarray(adaptive[index], dtype=np.float64))
                         if index in self.adaptive_sets else s for index, s in enumerate(sets)]
             chosen = {index: sets[index].x for index in self.adaptive_sets}
         points = self.points(epoch, sets, device=device, dtype=dtype)
-        points.block, points.adaptive = block, chosen
+        points.block, points.adaptive, points.history = block, chosen, history
         return points
 
-    def adaptive_state(self) -> dict:
-        """What the adaptive sampler starts its next block from (`adapted`), as a checkpoint holds it: set
-        index (str) -> {seed, block, before [n, d], after [n', d]} (float64 tensors)."""
-        return {str(index): {"seed": seed, "block": block, "before": torch.from_numpy(before),
-                             "after": torch.from_numpy(after)}
-                for index, (seed, block, before, after) in self._adaptive_history.items()}
-
-    def load_adaptive_state(self, state: dict) -> None:
-        """The inverse of :meth:`adaptive_state`."""
-        self._adaptive_history = {
-            int(index): (int(h["seed"]), int(h["block"]), h["before"].cpu().numpy(), h["after"].cpu().numpy())
-            for index, h in state.items()}
-
-    def adapted(self, seed: int, epoch: int, sets: list[PointSet], residual, block: int | None = None) -> list[PointSet]:
+    def adapted(self, seed: int, epoch: int, sets: list[PointSet], residual, block: int | None = None,
+                history: AdaptiveHistory | None = None) -> tuple[list[PointSet], AdaptiveHistory]:
         """``sets`` (the point plan's draws of ``epoch``) with the adaptive sets redrawn by the spec's adaptive
-        sampler.  Block 0 keeps the base draw.  In a later block a set starts from its points of the last
-        block drawn before it (`rard`, `r3`; the base draw of this block where none was: a fresh problem,
-        or a checkpoint without `adaptive_state`), and the same block drawn again starts from the same
-        points: equal residuals give equal sets.
+        sampler, and the history after this draw.  Block 0 keeps the base draw.  In a later block a set starts
+        from its points of the last block drawn before it in ``history`` (`rard`, `r3`; the base draw of this
+        block where none was: a fresh run, or a checkpoint without the history), and the same block drawn again
+        starts from the same points: equal residuals give equal sets.
         The candidates and choices come from ``default_rng([seed, block, set, ADAPTIVE_STREAM])``."""
         block = self.point_plan.block(epoch) if block is None else int(block)
-        sets = list(sets)
+        sets, history = list(sets), dict(history or {})
         for index in self.adaptive_sets:
             planned = self.point_plan.sets[index]
             drawn = sets[index].x  # [count, d]: the base sampler's points of this block
-            history = self._adaptive_history.get(index)
-            if history is not None and history[0] == seed and history[1] == block:
-                current = history[2]  # this block again: from the same points
-            elif history is not None and history[0] == seed and history[1] < block:
-                current = history[3]  # the points of the last block drawn
+            last = history.get(index)
+            if last is not None and last[0] == seed and last[1] == block:
+                current = last[2]  # this block again: from the same points
+            elif last is not None and last[0] == seed and last[1] < block:
+                current = last[3]  # the points of the last block drawn
             else:
                 current = drawn
             if block == 0:
@@ -292,9 +286,9 @@ class CompiledProblem:
 
                 points = self.adaptive.adapt(current, planned.count, draw, lambda x, index=index: residual(index, x),
                                              rng)
-            self._adaptive_history[index] = (seed, block, current, points)
+            history[index] = (seed, block, current, points)
             sets[index] = PointSet(np.ascontiguousarray(points))
-        return sets
+        return sets, history
 
     def points(self, epoch: int, sets: list[PointSet], *, device="cpu", dtype=torch.float32,
                totals: list[int] | None = None) -> Points:

@@ -127,3 +127,14 @@ def _remove_run_files(path: str, entries: list[str]) -> list[str]:
                 os.unlink(target)
             removed.append(name)
     return removed
+
+
+def to_device(tree, device: torch.device):
+    """Every tensor of a nested dict/list/tuple, moved to ``device`` (bit for bit)."""
+    if isinstance(tree, torch.Tensor):
+        return tree.to(device)
+    if isinstance(tree, dict):
+        return {k: to_device(v, device) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(to_device(v, device) for v in tree)
+    return tree

@@ -36,7 +36,7 @@ from ._compiled import CompiledLosses
 from ._gradients import loss_gradients
 
 __all__ = ["ExecutionPlan", "Candidate", "Execution", "StepContext", "StepOut", "StepFn", "plan_execution",
-           "STEP_COUNTS", "RECORDING_CALLS"]
+           "STEP_COUNTS", "RECORDING_CALLS", "StepValues", "fetch", "with_host_steps"]
 
 #: the step counts of the surgery and optimizer states: ints that change every step, symbolic in the one-graph
 #: step (torch.compile's ``dynamic_sources``; the compiled function's argument names) while every tensor
@@ -445,3 +445,45 @@ def _reason(err: Exception) -> str:
     """The first line of a compiler error, for a one-line notice."""
     text = str(err).strip()
     return text.splitlines()[0][:200] if text else type(err).__name__
+
+
+class StepValues(NamedTuple):
+    """What the host reads of one step, fetched in ONE transfer."""
+
+    finite: bool  # the task losses, G and p are finite
+    loss: float
+    tasks: list[float]  # [m]
+    conditions: list[float]  # [C], the spec's order
+    conflicts: list[float]  # R_g, R_a, R_u[, R_p]: 0.0 or 1.0
+    projected: float
+    cos_pu: float
+    steps: dict[str, int]  # the chain states' step counts, where they are kept on the device
+    weights: tuple[float, ...] | list[float] = ()  # [m] the task weights the step used (none without a weights stage)
+
+
+def fetch(out: StepOut, m: int) -> StepValues:
+    """Everything the host needs from a step, in one synchronisation: [finite tasks, loss, tasks and
+    conditions, the chain's checks, the device's step counts]."""
+    checks = out.chain.checks
+    tasks = out.logged[:m]  # [m]
+    steps = list(out.steps.values()) if out.steps else []
+    weights = out.chain.state.weights
+    pieces = [torch.isfinite(tasks).all(), tasks.sum(), out.logged, *checks, *steps]
+    pieces += [weights] if weights is not None else []
+    values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
+    k = len(checks.conflicts)
+    tasks_finite, loss, logged = values[0], values[1], values[2: 2 + len(out.logged)]
+    finite_G, finite_p, *rest = values[2 + len(out.logged):]
+    conflicts, (projected, cos_pu), rest = rest[:k], rest[k: k + 2], rest[k + 2:]
+    counts, lambdas = rest[: len(steps)], rest[len(steps):]
+    return StepValues(bool(tasks_finite and finite_G and finite_p), loss, logged[:m], logged[m:], conflicts,
+                       projected, cos_pu, dict(zip(out.steps or {}, (int(c) for c in counts))), lambdas)
+
+
+def with_host_steps(state: ChainState, steps: dict[str, int]) -> ChainState:
+    """The chain state with the step counts the device kept as ints again (checkpoints and Hessian schedules
+    read ints; the device keeps its own copies)."""
+    if not steps:
+        return state
+    return ChainState(*(replace(getattr(state, name), step=steps[name]) if name in steps else getattr(state, name)
+                        for name in ChainState._fields))

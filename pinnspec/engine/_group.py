@@ -22,16 +22,21 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
+from .._interrupts import install_sigint, restore_sigint
 from ..catalog import CHAIN_STATEMENTS
 from ..compiler import Losses, Points
 from ..lang._overrides import what_it_trains
 from ._compiled import BatchedGradients, FusedGradients
 from ._execute import BATCHED, BATCHED_CHAIN_EAGER, RECORDING_CALLS, Demote, TwoGraphs, _reason
-from ._trainer import GroupLane, Result, Trainer, _install_sigint, _restore_sigint
+from ._results import Result
+from ._run_state import GroupLane
+
+if TYPE_CHECKING:
+    from ._trainer import Trainer
 
 __all__ = ["RunGroup", "group_blocker", "resume_in_lane"]
 
@@ -61,8 +66,8 @@ def group_blocker(trainers: list[Trainer]) -> str | None:
         if "losses" not in candidate.compiled or trainer.problem.model_terms(trainer.model):
             return (f"{name}: its losses do not run as one compiled graph ({candidate.name}); a group needs "
                     "compile = on or graphs, the forward engine and no loss term of the network's own")
-        if trainer.epoch != lead.epoch:
-            return f"{name} stands at epoch {trainer.epoch}, {names[0]} at {lead.epoch}"
+        if trainer.run_state.epoch != lead.run_state.epoch:
+            return f"{name} stands at epoch {trainer.run_state.epoch}, {names[0]} at {lead.run_state.epoch}"
         if trainer.device != lead.device:
             return f"{name} trains on {trainer.device}, {names[0]} on {lead.device}"
     for name, own in zip(names[1:], buffers[1:]):  # the batched graph reads one network's fixed tensors
@@ -81,7 +86,7 @@ def _lanes(trainers: list[Trainer]) -> tuple[list[int], int, str]:
     """Each run's lane in the batched graph, the number of lanes and the group's id: those the runs' checkpoints
     record where they agree (runs resumed from one group, maybe without some of its runs), else one lane per run,
     in order, and an id from their run directories."""
-    recorded = [trainer.group_lane for trainer in trainers]
+    recorded = [trainer.run_state.group_lane for trainer in trainers]
     if all(recorded) and len({(r.lanes, r.group) for r in recorded}) == 1 \
             and len({r.lane for r in recorded}) == len(recorded):
         return [r.lane for r in recorded], recorded[0].lanes, recorded[0].group
@@ -93,15 +98,15 @@ def resume_in_lane(trainer: Trainer) -> Result | None:
     """Train ``trainer``, resumed from a checkpoint it wrote in a group, on in its lane of the group's batched
     graph (the other lanes idle), which rounds as before: bit for bit.  None where it cannot (a setting changed
     on resume): it then trains alone (said in a notice) and the caller runs it."""
-    lane, lanes, _ = trainer.group_lane
+    lane, lanes, _ = trainer.run_state.group_lane
     blocker = group_blocker([trainer])
     if blocker is not None:
-        trainer.group_lane = None
-        trainer._notice(f"this run trained in a group of {lanes} runs and goes on alone ({blocker}): its losses "
-                        "round differently from here on", prefix=False)
+        trainer.run_state.group_lane = None
+        trainer.monitor.notice(f"this run trained in a group of {lanes} runs and goes on alone ({blocker}): its "
+                               "losses round differently from here on", prefix=False)
         return None
-    trainer._notice(f"this run trained in a group of {lanes} runs: it goes on in its lane {lane + 1} of the group's "
-                    "batched graph, the other lanes idle: bit for bit", prefix=False)
+    trainer.monitor.notice(f"this run trained in a group of {lanes} runs: it goes on in its lane {lane + 1} of the "
+                           "group's batched graph, the other lanes idle: bit for bit", prefix=False)
     return RunGroup([trainer]).run()[0]
 
 
@@ -117,7 +122,7 @@ class RunGroup:
             raise ValueError(f"these runs cannot train as one group: {blocker}")
         self.trainers = list(trainers)
         lead = self.trainers[0]
-        self.notice = notice or lead._notice
+        self.notice = notice or lead.monitor.notice
         self.lanes, self.lane_count, self.id = _lanes(self.trainers)  # [R'] each run's lane of lane_count >= R'
         fused = FusedGradients(lead.problem, lead.model, lead.params, lead.grouping.name)
         self.batched: BatchedGradients | None = BatchedGradients(fused, lead.plan.mode)
@@ -133,10 +138,10 @@ class RunGroup:
         self._joined = True
         for index, (trainer, lane) in enumerate(zip(self.trainers, self.lanes)):
             joined = GroupLane(lane, self.lane_count, self.id)
-            if trainer.group_lane not in (None, joined):
+            if trainer.run_state.group_lane not in (None, joined):
                 self.notice(f"{trainer.out or 'a run'} trained in another group: in this one its losses round "
                             "differently from here on")
-            trainer.group_lane = joined
+            trainer.run_state.group_lane = joined
             execution = trainer.execution
             execution.install(_BatchedStep(execution.ctx, _Member(self, index), compile_chain=trainer.chain.compiles,
                                            notice=execution.notice))
@@ -148,10 +153,10 @@ class RunGroup:
         self._join()
         for trainer in trainers:
             trainer.begin_run(sigint=False)
-        previous = _install_sigint(self.request_stop)
+        previous = install_sigint(self.request_stop)
         try:
-            active = [t for t in trainers if t.epoch < t.epochs]
-            epoch = trainers[0].epoch
+            active = [t for t in trainers if t.run_state.epoch < t.epochs]
+            epoch = trainers[0].run_state.epoch
             while active:
                 launched = self._launch(epoch, active)
                 active = [t for t, queued in zip(active, launched) if t.train_epoch(epoch, queued)]
@@ -160,7 +165,7 @@ class RunGroup:
                 epoch += 1
         finally:
             self._results = None
-            _restore_sigint(previous)
+            restore_sigint(previous)
             for trainer in trainers:
                 trainer.end_epochs()
         return [trainer.finish_run() for trainer in trainers]
@@ -178,8 +183,7 @@ class RunGroup:
         self._prepare(epoch, lead)
         for trainer in active:
             if trainer is not lead:  # the lead's points (drawn once for all: the same points, `group_blocker`)
-                trainer._points_block, trainer._points = lead._points_block, lead._points
-                trainer._next_points = lead._next_points
+                trainer.points.follow(lead.points)
             launched.append(trainer.launch_step(epoch))
         return launched
 
@@ -192,8 +196,8 @@ class RunGroup:
         """Every run's losses and G at ``epoch`` on the points of ``lead``, kept for the runs' steps to take."""
         if self.batched is None:
             return
-        points = lead._points_for(epoch)
-        flat = [trainer._theta_flat() for trainer in self.trainers]  # R' x [p]
+        points = lead.points.at(epoch)
+        flat = [trainer.theta_flat() for trainer in self.trainers]  # R' x [p]
         lanes = [flat[0]] * self.lane_count  # a lane of no run here (it ended early): a copy, its results unused
         for lane, theta in zip(self.lanes, flat):
             lanes[lane] = theta
@@ -215,7 +219,7 @@ class RunGroup:
         self.batched, self._results = None, None
         self.notice(f"{why}; each run computes its own, still in lockstep")
         for trainer in self.trainers:  # each on its own from here: no lane to resume in
-            trainer.group_lane = None
+            trainer.run_state.group_lane = None
             execution = trainer.execution
             execution.install(execution._build(trainer.plan.candidates[0]))
 

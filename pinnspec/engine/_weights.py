@@ -33,8 +33,11 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
+from .. import ir
+from ..compiler import TorchPointSet, host_to_device
+
 __all__ = ["Weighting", "NoWeights", "GradNorm", "NTKWeights", "ResidualAttention", "WEIGHTINGS", "make_weighting",
-           "balanced_target"]
+           "balanced_target", "ntk_magnitudes"]
 
 
 def balanced_target(magnitudes: Tensor, weights: Tensor) -> Tensor:
@@ -176,3 +179,51 @@ def ntk_diagonal_mean(residuals: Tensor, theta: list[Tensor]) -> Tensor:
             grads = torch.autograd.grad(residuals[j, k], theta, retain_graph=True, allow_unused=True)
             total = total + sum(g.detach().to(torch.float64).square().sum() for g in grads if g is not None)
     return total / n
+
+
+def ntk_magnitudes(problem, model: torch.nn.Module, params: dict, theta: list[Tensor], points, tasks, *,
+                   subsample: int, seed: int, epoch: int, engine: str | None) -> Tensor:
+    """The `ntk` weighting's magnitudes: s_i = sum_c w_c mean_{x in S_c} ||d r_c(x) / d theta||^2 over the
+    conditions c of task i (``tasks``: the grouping's, weight w_c; a pooled loss weighs each of its conditions
+    by its share of the pool's points), S_c a subsample of ``subsample`` points of c's set in ``points``, drawn
+    from a generator seeded by (seed, epoch): a resumed run draws the same.  -> [m] float64"""
+    draw = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    diagonal: dict[str, Tensor] = {}
+    for index in problem.by_set:
+        s = points.sets[index]
+        n = len(s.x)
+        if n == 0:
+            continue
+        rows = torch.randperm(n, generator=draw)[: min(subsample, n)].sort().values  # [n_sub], CPU
+        residuals = problem.set_residuals(index, model, _subset(s, rows), params,
+                                          engine=engine)
+        for name, r in residuals.items():
+            diagonal[name] = ntk_diagonal_mean(r, theta)
+    zero = torch.zeros((), dtype=torch.float64, device=theta[0].device)
+    counts = problem.counts(points)
+    totals = []
+    for task in tasks:
+        total = zero
+        for weight, atom in task.terms:
+            if isinstance(atom, ir.PoolLoss):
+                pooled = sum(counts[c] for c in atom.conditions)
+                total = total + float(weight) * sum(diagonal.get(c, zero) * (counts[c] / pooled)
+                                                    for c in atom.conditions)
+            else:
+                total = total + float(weight) * diagonal.get(atom.condition, zero)
+        totals.append(total)
+    return torch.stack(totals)  # [m]
+
+
+def _subset(s, rows: Tensor) -> TorchPointSet:
+    """The points ``rows`` (sorted, on the CPU) of the point set ``s``, as a new set whose coordinates
+    require grad (the derivative plan's inputs); a per-face set keeps its faces' slices."""
+    index = host_to_device(rows, torch.long, s.x.device)  # [n_sub]
+    take = lambda a: None if a is None else a.detach()[index]  # noqa: E731
+    faces = None
+    if s.face_slices is not None:
+        bounds = [(f.start or 0, len(s.x) if f.stop is None else f.stop) for f in s.face_slices]
+        faces = tuple(slice(int((rows < a).sum()), int((rows < b).sum())) for a, b in bounds)
+    partner = take(s.partner)
+    return TorchPointSet(take(s.x).requires_grad_(True), faces, None if partner is None else partner.requires_grad_(True),
+                     take(s.observed), None, take(s.normals))

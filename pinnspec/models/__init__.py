@@ -3,11 +3,13 @@
 
 from ._adaptive import AdaptiveSlopeMLP, adaptive_mlp
 from ._fourier import FourierMLP, fourier_mlp
-from ._layers import FactorizedLinear, FourierFeatures, Network
+from ._field_groups import FieldGroups
+from ._layers import TENSOR_OPS, FactorizedLinear, FourierFeatures, Network
 from ._mlp import MLP, ModelFactory, mlp
 from ._modified import ModifiedMLP, modified_mlp
+from ._periodic import PeriodicEmbedding
 from ._pirate import PirateNet, pirate_net
 
 __all__ = ["AdaptiveSlopeMLP", "FactorizedLinear", "FourierFeatures", "FourierMLP", "MLP", "ModelFactory",
            "ModifiedMLP", "Network", "PirateNet", "adaptive_mlp", "fourier_mlp", "mlp", "modified_mlp",
-           "pirate_net"]
+           "pirate_net", "FieldGroups", "PeriodicEmbedding", "TENSOR_OPS"]

@@ -11,11 +11,13 @@ from pinnspec.registry import OPTIMIZERS
 from ._base import Optimizer, ParamLayout, flat_shapes
 from ._first_order import SGD, Adam, AdamState, AdamW, MomentumSGD, MomentumState, RMSProp, RMSPropState, StepState
 from ._second_order import AdaHessian, AdaHessianState, SophiaG, SophiaState, hutchinson_diagonal
+from ._quasi_newton import DENSE_LIMIT_BYTES, dense_bytes, quasi_newton
 from ._soap import SOAP, SOAPState
 
 __all__ = [
     "Optimizer", "ParamLayout", "flat_shapes", "make", "hutchinson_diagonal",
     "SGD", "MomentumSGD", "RMSProp", "Adam", "AdamW", "SophiaG", "AdaHessian", "SOAP",
+    "quasi_newton", "dense_bytes", "DENSE_LIMIT_BYTES",
     "StepState", "MomentumState", "RMSPropState", "AdamState", "SophiaState", "AdaHessianState", "SOAPState",
 ]
 

@@ -22,7 +22,8 @@ residual=...)`` redraws the equation sets from the model's residual.
 from __future__ import annotations
 
 from ._samplers import LHS, Grid, Halton, Hammersley, Sobol, Uniform
-from ._regions import PointSet, box_points, face_counts, grid_points, sample_region, uniform_interior_points
+from ._regions import (PointSet, box_points, face_counts, files_outside_domain, grid_points, sample_region,
+                       uniform_interior_points)
 from ._data import FileColumns, column_mapping, load_data, load_reference, match_columns, read_columns, read_file_columns
 from ._comsol import ComsolTable, read_comsol, read_comsol_header
 from ._plan import PlannedSet, PointPlan
@@ -38,6 +39,7 @@ __all__ = [
     "PointSet",
     "sample_region",
     "face_counts",
+    "files_outside_domain",
     "grid_points",
     "uniform_interior_points",
     "box_points",

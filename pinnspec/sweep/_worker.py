@@ -113,7 +113,7 @@ def _trainer_for(task: dict):
         trainer = Trainer(spec, run_dir)
         state = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))  # onto the CPU: Trainer.load_state_dict
         trainer.load_state_dict(state)
-        return trainer, trainer.epoch
+        return trainer, trainer.run_state.epoch
     for name in RUN_FILES:
         path = os.path.join(run_dir, name)
         if os.path.isfile(path):

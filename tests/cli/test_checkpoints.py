@@ -28,7 +28,7 @@ def test_the_checkpoints_pinnspec_writes_load_with_weights_only(tmp_path, surger
     pinnspec.train(TINY, epochs=3, surgery=surgery, optimizer=optimizer, align="gua", out=str(tmp_path))
     state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
     assert state["epoch"] == 3
-    assert load_run(str(tmp_path)).epoch == 3
+    assert load_run(str(tmp_path)).run_state.epoch == 3
 
 
 @pytest.mark.parametrize("command", [("eval", "{run}"), ("train", "--resume", "{run}")])

@@ -72,7 +72,7 @@ def test_an_empty_chunk_adds_nothing_and_zero_eps_is_the_chunk_mean():
 def test_a_spec_condition_loss_is_the_causal_loss_of_its_residuals():
     spec = loads(SPEC.format(eps=2.0, more=""))
     trainer = Trainer(spec)
-    problem, points = trainer.problem, trainer._points_for(0)
+    problem, points = trainer.problem, trainer.points.at(0)
     losses = problem.losses(trainer.model, points, trainer.params)
     index = problem.condition_kernels["pde"].set_index
     residual = problem.set_residuals(index, trainer.model, points.sets[index], trainer.params)["pde"]
@@ -91,12 +91,12 @@ def test_a_spec_condition_loss_is_the_causal_loss_of_its_residuals():
 def test_training_logs_the_last_chunk_weight_and_compiled_equals_eager(tmp_path):
     eager = Trainer(loads(SPEC.format(eps=1.0, more=", engine = forward")), str(tmp_path / "eager"))
     eager.run()
-    row = eager.history[4]
+    row = eager.run_state.history[4]
     assert 0.0 < row["causal:pde"] <= 1.0
     compiled = Trainer(loads(SPEC.format(eps=1.0, more=", engine = forward, compile = on")), None)
     compiled.run()
-    a = [r["loss:pde"] for r in eager.history]
-    b = [r["loss:pde"] for r in compiled.history]
+    a = [r["loss:pde"] for r in eager.run_state.history]
+    b = [r["loss:pde"] for r in compiled.run_state.history]
     assert b == pytest.approx(a, rel=1e-4)
     assert "causal:pde" in (tmp_path / "eager" / "history.csv").read_text().splitlines()[0]
 

@@ -11,7 +11,7 @@ import torch
 from pinnspec.compiler import CompiledProblem
 from pinnspec.compiler._verify import verify
 from pinnspec.engine import Trainer
-from pinnspec.engine._trainer import build_model
+from pinnspec.engine import build_model
 from pinnspec.lang import loads
 
 HEAT = """problem heat
@@ -88,7 +88,7 @@ def test_enforced_conditions_leave_the_tasks_and_their_logged_loss_vanishes(caps
     assert trainer.grouping.labels == ("pde",)
     trainer.run()
     assert "enforce: ic, left, right hold by construction" in capsys.readouterr().err
-    last = trainer.history[-1]
+    last = trainer.run_state.history[-1]
     assert all(last[f"loss:{c}"] < 1e-25 for c in ("ic", "left", "right"))
     partial = _trainer(HEAT.format(enforced="left", more=""))
     assert partial.grouping.labels == ("pde", "pool(right, ic)")
@@ -126,7 +126,7 @@ def test_a_periodic_embedding_makes_the_periodic_condition_vanish(model):
 def test_the_forward_and_autograd_engines_agree_on_a_constrained_network():
     spec = loads(HEAT.format(enforced="ic, left, right", more=", engine = forward"))
     trainer = Trainer(spec)
-    points = trainer._points_for(0)
+    points = trainer.points.at(0)
     forward = trainer.problem.losses(trainer.model, points, engine="forward")
     autograd = trainer.problem.losses(trainer.model, points, engine="autograd")
     assert math.isclose(float(forward.tasks.sum().detach()), float(autograd.tasks.sum().detach()), rel_tol=1e-10)

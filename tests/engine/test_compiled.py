@@ -25,7 +25,7 @@ def _spec(path, **settings):
 
 
 def _eager_losses_and_gradients(trainer):
-    points = trainer._points_for(0)
+    points = trainer.points.at(0)
     losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name,
                                     engine=trainer.plan.engine)
     return losses, loss_gradients(losses.task_list, trainer.theta)  # [m, p]
@@ -44,7 +44,7 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
     eager_losses, eager_G = _eager_losses_and_gradients(trainer)
     assert eager_G.abs().max() > 0
     compiled_losses, compiled_G = trainer.execution.compiled_losses().losses_and_gradients(
-        trainer._points_for(0), trainer.params, trainer.grouping.name, trainer._theta_flat())
+        trainer.points.at(0), trainer.params, trainer.grouping.name, trainer.theta_flat())
     torch.testing.assert_close(compiled_losses.tasks, eager_losses.tasks, rtol=1e-10, atol=1e-14)
     for name, value in eager_losses.conditions.items():
         torch.testing.assert_close(compiled_losses.conditions[name], value, rtol=1e-10, atol=1e-14)
@@ -62,14 +62,14 @@ def test_stacked_kernels_give_the_losses_and_gradients_of_per_row_products(compi
     path, small = schrodinger_four, "mlp(width = 8, depth = 3)"
     stacked = Trainer(_spec(path, grouping="four", stack=stack, model=small, compile="on" if compiled else "off"))
     assert stacked.problem.stacked("cpu") and f"stack = {stack}" in stacked.execution.describe()
-    points = stacked._points_for(0)
+    points = stacked.points.at(0)
     if compiled:
         losses, G = stacked.execution.compiled_losses().losses_and_gradients(points, stacked.params, "four",
-                                                                            stacked._theta_flat())
+                                                                            stacked.theta_flat())
         tasks = losses.tasks
     else:
         fused = FusedGradients(stacked.problem, stacked.model, stacked.params, "four")
-        tasks, _, G = fused(stacked._theta_flat(), *fused.inputs(points))
+        tasks, _, G = fused(stacked.theta_flat(), *fused.inputs(points))
     plain = Trainer(_spec(path, grouping="four", stack="off", model=small))
     assert not plain.problem.stacked("cpu")
     plain_losses, plain_G = _eager_losses_and_gradients(plain)
@@ -98,9 +98,9 @@ def test_fused_gradients_equal_one_backward_pass_per_task_without_compiling(path
         path = tmp_path / "burgers.pinn"
         path.write_text((ROOT / "specs" / "burgers.pinn").read_text() + "\ngrouping nb = [N, B]\n")
     trainer = Trainer(_spec(path, grouping=grouping, stack=stack, model="mlp(width = 8, depth = 2)"))
-    points = trainer._points_for(0)
+    points = trainer.points.at(0)
     fused = FusedGradients(trainer.problem, trainer.model, trainer.params, grouping)
-    tasks, conditions, G = fused(trainer._theta_flat(), *fused.inputs(points))
+    tasks, conditions, G = fused(trainer.theta_flat(), *fused.inputs(points))
     eager_losses, eager_G = _eager_losses_and_gradients(trainer)
     torch.testing.assert_close(tasks, eager_losses.tasks.detach(), rtol=1e-12, atol=1e-15)
     for name, value in fused.losses(tasks, conditions).conditions.items():
@@ -122,7 +122,7 @@ def test_one_pass_over_every_set_is_as_accurate_in_float32():
                 for mine, given in zip(trainer.model.parameters(), weights):
                     mine.copy_(given)
         fused = FusedGradients(trainer.problem, trainer.model, trainer.params, trainer.grouping.name)
-        return fused(trainer._theta_flat(), *fused.inputs(trainer._points_for(0)))[2].double(), trainer.model
+        return fused(trainer.theta_flat(), *fused.inputs(trainer.points.at(0)))[2].double(), trainer.model
 
     truth, model = gradients("float64", "off")
     weights = list(model.parameters())
@@ -184,10 +184,10 @@ def test_the_one_graph_step_equals_the_eager_step_at_every_step_count(surgery, s
         assert a.keys() == b.keys()
         for key, value in a.items():
             assert b[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
-    assert compiled.execution.current == "one graph" and compiled.optimizer_state.step == 6
-    assert type(compiled.optimizer_state.step) is int  # the host's ints, also with the device's copies
+    assert compiled.execution.current == "one graph" and compiled.chain_state.optimizer.step == 6
+    assert type(compiled.chain_state.optimizer.step) is int  # the host's ints, also with the device's copies
     if surgery == "mconfig":
-        assert type(compiled.surgery_state.step) is int and compiled.surgery_state.step == 6
+        assert type(compiled.chain_state.surgery.step) is int and compiled.chain_state.surgery.step == 6
     if steps_on_device:
         assert {name: float(step) for name, step in compiled.execution.strategy.device_steps.items()} == (
             {"surgery": 6.0, "optimizer": 6.0} if surgery == "mconfig" else {"optimizer": 6.0})
@@ -210,15 +210,15 @@ def test_compiled_steps_with_task_weights_follow_the_eager_steps(strategy):
         compiled.execution.install(compiled.execution.one_graph(steps_on_device=True))
     for epoch in range(6):
         with torch._dynamo.config.patch(error_on_recompile=epoch > 0):
-            before = compiled.state.weights
+            before = compiled.chain_state.weights
             b = compiled.step(epoch)
         a = eager.step(epoch)
         assert a.keys() == b.keys() and "weight2" in b
         for key, value in a.items():
             assert b[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
-        assert compiled.state.weights is not before if epoch % 2 == 0 else compiled.state.weights is before
+        assert compiled.chain_state.weights is not before if epoch % 2 == 0 else compiled.chain_state.weights is before
     assert compiled.execution.current == strategy.split(",")[0]
-    torch.testing.assert_close(compiled.state.weights, eager.state.weights, rtol=1e-9, atol=0)
+    torch.testing.assert_close(compiled.chain_state.weights, eager.chain_state.weights, rtol=1e-9, atol=0)
     for x, y in zip(eager.theta, compiled.theta):
         torch.testing.assert_close(y, x, rtol=1e-9, atol=1e-12)
 
@@ -294,9 +294,9 @@ def test_a_set_that_feeds_two_tasks_is_one_graph_with_the_eager_gradients(schrod
     assert problem.tasks_of_sets("two") == ((0,), (1,), (1,))
     trainer = Trainer(_spec(path, compile="on", grouping="four", model="mlp(width = 8, depth = 2)"))
     assert trainer.execution.current == "one graph"
-    points = trainer._points_for(0)
+    points = trainer.points.at(0)
     losses, G = trainer.execution.compiled_losses().losses_and_gradients(points, trainer.params, "four",
-                                                                          trainer._theta_flat())
+                                                                          trainer.theta_flat())
     eager = trainer.problem.losses(trainer.model, points, trainer.params, "four", engine=trainer.plan.engine)
     torch.testing.assert_close(losses.tasks, eager.tasks, rtol=1e-10, atol=1e-14)
     for name, value in eager.conditions.items():
@@ -344,8 +344,8 @@ def test_the_compiled_update_chain_equals_the_eager_one(surgery, optimizer):
     assert "two graphs" in [c.name for c in trainer.plan.candidates]
     chain = TwoGraphs(trainer.execution.ctx, trainer.execution.compiled_losses(), compile_chain=True).chain
     for epoch in range(5):
-        points = trainer._points_for(epoch)
-        hessian_due = trainer.chain.hessian_due(trainer.state)
+        points = trainer.points.at(epoch)
+        hessian_due = trainer.chain.hessian_due(trainer.chain_state)
         # eager losses: this test is about the chain (the loss graphs have tests of their own)
         losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name,
                                         engine=trainer.plan.engine)
@@ -356,15 +356,15 @@ def test_the_compiled_update_chain_equals_the_eager_one(surgery, optimizer):
 
             hessian = hutchinson_diagonal(sum(losses.task_list), trainer.theta,
                                           generator=torch.Generator().manual_seed(epoch))
-        theta = trainer._theta_flat()
+        theta = trainer.theta_flat()
         # variants: AdaHessian with and without an estimate
         with torch._dynamo.config.patch(error_on_recompile=epoch >= 3):
-            compiled = chain(G, theta, hessian, trainer.surgery_state, trainer.optimizer_state)
-        eager = trainer.chain.update(G, theta, trainer.state, hessian=hessian)
+            compiled = chain(G, theta, hessian, trainer.chain_state.surgery, trainer.chain_state.optimizer)
+        eager = trainer.chain.update(G, theta, trainer.chain_state, hessian=hessian)
         for a, b in zip(_tensors(compiled), _tensors(eager)):
             torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
         trainer._apply(1e-3, eager.p)
-        trainer.state = eager.state
+        trainer.chain_state = eager.state
 
 
 def _tensors(tree):
@@ -459,14 +459,14 @@ def test_a_compiled_run_resumes_bit_for_bit(tmp_path):
         return row
 
     first.step = interrupted_after_five
-    assert first.run().status == "interrupted" and first.epoch == 5
+    assert first.run().status == "interrupted" and first.run_state.epoch == 5
     resumed = load_run(str(tmp_path / "split"))
-    assert resumed.epoch == 5 and resumed.execution.current == "one graph"
+    assert resumed.run_state.epoch == 5 and resumed.execution.current == "one graph"
     result = resumed.run()
     assert result.epochs_done == 8 and resumed.execution.current == "one graph"
     assert result.rel_l2 == whole.result().rel_l2
     assert all(torch.equal(a, b) for a, b in zip(whole.theta, resumed.theta))
-    assert resumed.history == whole.history
+    assert resumed.run_state.history == whole.run_state.history
 
 
 def test_a_compiled_run_that_diverges_names_the_loss_and_keeps_the_checkpoint(tmp_path):
@@ -474,16 +474,16 @@ def test_a_compiled_run_that_diverges_names_the_loss_and_keeps_the_checkpoint(tm
     it and the epoch, theta keeps its last finite values, the checkpoint its last good epoch."""
     trainer = Trainer(_spec(TINY, epochs=12, compile="on", checkpoint_every=5), out=str(tmp_path))
     assert trainer.execution.current == "one graph"
-    sample = trainer._sample
+    sample = trainer.points.draw
     walls = trainer.problem.point_plan.set_index("walls")
 
-    def poisoned(epoch):  # a NaN point on the walls from epoch index 7 on: the 8th epoch
-        points = sample(epoch)
+    def poisoned(epoch, block=None):  # a NaN point on the walls from epoch index 7 on: the 8th epoch
+        points = sample(epoch, block)
         if epoch >= 7:
             points.sets[walls].x.data[0, 0] = float("nan")
         return points
 
-    trainer._sample = poisoned
+    trainer.points.draw = poisoned
     result = trainer.run()
     assert result.status == "diverged" and trainer.execution.current == "one graph"
     assert result.message.startswith("training diverged at epoch 8: the loss of task 1 'B' (condition walls)")

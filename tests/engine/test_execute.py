@@ -9,7 +9,7 @@ import torch
 import pinnspec
 from pinnspec.catalog import BUILTINS
 from pinnspec.engine import Trainer, UpdateChain, plan_execution
-from pinnspec.engine._trainer import build_model
+from pinnspec.engine import build_model
 from pinnspec.lang._overrides import apply_overrides
 from pinnspec.optim import Optimizer
 from pinnspec.registry import OPTIMIZERS, SURGERY

@@ -35,14 +35,14 @@ def test_a_group_trains_each_run_as_it_trains_alone():
     assert [r.status for r in results] == ["completed"] * 2
     assert {r.execution for r in results} == {BATCHED}
     for a, b in zip(alone, together):
-        assert len(a.history) == len(b.history) == 6
-        for row_a, row_b in zip(a.history, b.history):
+        assert len(a.run_state.history) == len(b.run_state.history) == 6
+        for row_a, row_b in zip(a.run_state.history, b.run_state.history):
             assert row_b["loss"] == pytest.approx(row_a["loss"], rel=1e-9)
             assert [row_b[f"task{i}"] for i in range(3)] == pytest.approx([row_a[f"task{i}"] for i in range(3)],
                                                                           rel=1e-9)
-        torch.testing.assert_close(b._theta_flat(), a._theta_flat(), rtol=1e-8, atol=1e-10)
+        torch.testing.assert_close(b.theta_flat(), a.theta_flat(), rtol=1e-8, atol=1e-10)
     # the chains took different steps: the group did not train one run twice
-    assert not torch.equal(together[0]._theta_flat(), together[1]._theta_flat())
+    assert not torch.equal(together[0].theta_flat(), together[1].theta_flat())
 
 
 def test_a_resumed_group_goes_on_bit_for_bit(tmp_path):
@@ -56,12 +56,12 @@ def test_a_resumed_group_goes_on_bit_for_bit(tmp_path):
                for k, c in enumerate(CHAINS)]
     stopper.append(RunGroup(stopped))
     assert [r.status for r in stopper[0].run()] == ["interrupted"] * 2
-    assert [t.epoch for t in stopped] == [3, 3]
+    assert [t.run_state.epoch for t in stopped] == [3, 3]
     resumed = [load_run(str(tmp_path / "b" / str(k))) for k in range(2)]
     assert [r.status for r in RunGroup(resumed).run()] == ["completed"] * 2
     for a, b in zip(uninterrupted, resumed):
-        assert torch.equal(a._theta_flat(), b._theta_flat())
-        assert [row["loss"] for row in a.history] == [row["loss"] for row in b.history]
+        assert torch.equal(a.theta_flat(), b.theta_flat())
+        assert [row["loss"] for row in a.run_state.history] == [row["loss"] for row in b.run_state.history]
 
 
 def test_a_group_whose_batched_results_are_overwritten_by_the_next_epoch_trains_the_same(monkeypatch):
@@ -86,7 +86,7 @@ def test_a_group_whose_batched_results_are_overwritten_by_the_next_epoch_trains_
     replayed = [_trainer(**chain) for chain in CHAINS]
     RunGroup(replayed).run()
     for a, b in zip(plain, replayed):
-        assert torch.equal(a._theta_flat(), b._theta_flat())
+        assert torch.equal(a.theta_flat(), b.theta_flat())
 
 
 def test_a_run_that_diverges_stops_alone():
@@ -94,7 +94,7 @@ def test_a_run_that_diverges_stops_alone():
     results = RunGroup(trainers).run()
     assert results[0].status == "diverged" and "diverge" in results[0].message.lower()
     assert results[1].status == "completed"
-    assert trainers[0].epoch < 6 and trainers[1].epoch == 6
+    assert trainers[0].run_state.epoch < 6 and trainers[1].run_state.epoch == 6
     assert results[0].train_time_s < results[1].train_time_s  # its own time, not the time the group went on
     assert results[0].group["group"] == results[1].group["group"] and [r.group["lane"] for r in results] == [0, 1]
 
@@ -102,7 +102,7 @@ def test_a_run_that_diverges_stops_alone():
 def test_a_group_built_and_never_trained_leaves_its_runs_as_they_were():
     trainers = [_trainer(**chain) for chain in CHAINS]
     RunGroup(trainers)
-    assert [t.group_lane for t in trainers] == [None, None]
+    assert [t.run_state.group_lane for t in trainers] == [None, None]
     result = trainers[0].run()
     assert (result.status, result.execution, result.group) == ("completed", "one graph", None)
 
@@ -123,13 +123,13 @@ def test_a_run_resumed_without_its_groups_diverged_run_goes_on_bit_for_bit(tmp_p
     stopper.append(RunGroup(group("b", log=lambda line: stopper[0].request_stop())))
     assert [r.status for r in stopper[0].run()] == ["diverged", "interrupted"]
     resumed = load_run(str(tmp_path / "b" / "1"))
-    assert (resumed.epoch, resumed.group_lane[:2]) == (3, (1, 2))
+    assert (resumed.run_state.epoch, resumed.run_state.group_lane[:2]) == (3, (1, 2))
     capsys.readouterr()
     result = resumed.run()
     assert (result.status, result.execution) == ("completed", BATCHED)
     assert "goes on in its lane 2 of the group's batched graph" in capsys.readouterr().err
-    assert torch.equal(resumed._theta_flat(), uninterrupted[1]._theta_flat())
-    assert [row["loss"] for row in resumed.history] == [row["loss"] for row in uninterrupted[1].history]
+    assert torch.equal(resumed.theta_flat(), uninterrupted[1].theta_flat())
+    assert [row["loss"] for row in resumed.run_state.history] == [row["loss"] for row in uninterrupted[1].run_state.history]
 
 
 def test_a_run_of_a_group_that_cannot_go_on_in_its_lane_goes_on_alone_and_says_so(tmp_path, capsys):
@@ -137,12 +137,12 @@ def test_a_run_of_a_group_that_cannot_go_on_in_its_lane_goes_on_alone_and_says_s
     RunGroup([_trainer(str(tmp_path / str(k)), epochs="3", **chain) for k, chain in enumerate(CHAINS)]).run()
     trainer = _trainer(str(tmp_path / "0"), compile="off", **CHAINS[0])
     trainer.load_state_dict(load_checkpoint(str(tmp_path / "0" / "checkpoint.pt")))
-    assert trainer.group_lane[:2] == (0, 2)
+    assert trainer.run_state.group_lane[:2] == (0, 2)
     capsys.readouterr()
-    assert trainer.run().status == "completed" and trainer.epoch == 6
+    assert trainer.run().status == "completed" and trainer.run_state.epoch == 6
     err = capsys.readouterr().err
     assert "trained in a group of 2 runs and goes on alone" in err and "compile = on or graphs" in err
-    assert trainer.group_lane is None and "group" not in trainer.state_dict()
+    assert trainer.run_state.group_lane is None and "group" not in trainer.state_dict()
 
 
 def test_runs_of_other_seeds_group_where_their_points_do_not_depend_on_the_seed():
@@ -156,8 +156,8 @@ def test_runs_of_other_seeds_group_where_their_points_do_not_depend_on_the_seed(
     together = [_trainer(**sampling, **run) for run in runs]
     assert [r.status for r in RunGroup(together).run()] == ["completed"] * 2
     for a, b in zip(alone, together):
-        assert [row["loss"] for row in b.history] == pytest.approx([row["loss"] for row in a.history], rel=1e-9)
-        torch.testing.assert_close(b._theta_flat(), a._theta_flat(), rtol=1e-8, atol=1e-10)
+        assert [row["loss"] for row in b.run_state.history] == pytest.approx([row["loss"] for row in a.run_state.history], rel=1e-9)
+        torch.testing.assert_close(b.theta_flat(), a.theta_flat(), rtol=1e-8, atol=1e-10)
 
 
 @pytest.mark.parametrize("settings, blocked", [
@@ -226,7 +226,7 @@ def test_a_batched_graph_that_does_not_compile_leaves_each_run_its_own(monkeypat
     assert [r.status for r in results] == ["completed"] * 2
     assert [r.execution for r in results] == ["one graph"] * 2
     assert len(notices) == 1 and "batched losses do not compile (a test's stand-in" in notices[0]
-    assert [t.group_lane for t in trainers] == [None, None]  # trained on their own: no lane to resume in
+    assert [t.run_state.group_lane for t in trainers] == [None, None]  # trained on their own: no lane to resume in
     alone = _trainer(optimizer="adam(lr = 1e-2)")
     alone.run()
-    assert torch.equal(alone._theta_flat(), trainers[1]._theta_flat())  # its own graph: the run alone, bit for bit
+    assert torch.equal(alone.theta_flat(), trainers[1].theta_flat())  # its own graph: the run alone, bit for bit

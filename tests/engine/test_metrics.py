@@ -40,33 +40,33 @@ def trainer_of(path, **overrides) -> Trainer:
 
 def test_rel_l2_is_zero_for_the_exact_field_and_one_for_a_zero_model():
     trainer = trainer_of(TINY)
-    x, reference = trainer.test_points, trainer.test_reference
+    x, reference = trainer.evaluation.test_points, trainer.evaluation.test_reference
     assert reference.shape == (len(x), 1) and reference.abs().max() > 0.5
-    trainer.model = Field(lambda points: trainer.problem.reference(points.numpy()).to(points.dtype))
-    assert trainer.rel_l2(x, reference) == 0.0
+    trainer.evaluation.model = Field(lambda points: trainer.problem.reference(points.numpy()).to(points.dtype))
+    assert trainer.evaluation.rel_l2(x, reference) == 0.0
     # the spec's exact u = sin(pi x) exp(-0.1 pi^2 t), written out: 0 up to rounding
-    trainer.model = Field(lambda p: (torch.sin(math.pi * p[:, 0]) * torch.exp(-0.1 * math.pi ** 2 * p[:, 1]))[:, None])
-    assert trainer.rel_l2(x, reference) <= 1e-14
-    trainer.model = Field(lambda points: torch.zeros(len(points), 1, dtype=points.dtype))
-    assert trainer.rel_l2(x, reference) == 1.0
-    trainer.model = Field(lambda points: -2 * trainer.problem.reference(points.numpy()).to(points.dtype))
-    assert trainer.rel_l2(x, reference) == pytest.approx(3.0, rel=1e-15)
+    trainer.evaluation.model = Field(lambda p: (torch.sin(math.pi * p[:, 0]) * torch.exp(-0.1 * math.pi ** 2 * p[:, 1]))[:, None])
+    assert trainer.evaluation.rel_l2(x, reference) <= 1e-14
+    trainer.evaluation.model = Field(lambda points: torch.zeros(len(points), 1, dtype=points.dtype))
+    assert trainer.evaluation.rel_l2(x, reference) == 1.0
+    trainer.evaluation.model = Field(lambda points: -2 * trainer.problem.reference(points.numpy()).to(points.dtype))
+    assert trainer.evaluation.rel_l2(x, reference) == pytest.approx(3.0, rel=1e-15)
 
 
 def test_schrodinger_rel_l2_is_the_joint_norm_of_u_and_v():
     trainer = trainer_of(ROOT / "specs" / "schrodinger.pinn", epochs=1, model="mlp(width = 8, depth = 2)")
-    x, reference = trainer.test_points, trainer.test_reference
+    x, reference = trainer.evaluation.test_points, trainer.evaluation.test_reference
     assert reference.shape == (256 * 201, 2)
     ref = reference.numpy()
     # the trainer's own network
     with torch.no_grad():
         prediction = trainer.model(x).numpy()
-    assert trainer.rel_l2(x, reference) == pytest.approx(numpy_rel_l2(prediction, ref), rel=1e-12)
+    assert trainer.evaluation.rel_l2(x, reference) == pytest.approx(numpy_rel_l2(prediction, ref), rel=1e-12)
     # a prediction near the reference, off by a different amount in each field
-    trainer.model = Field(lambda points: reference * torch.tensor([1.05, 0.7], dtype=torch.float64))
+    trainer.evaluation.model = Field(lambda points: reference * torch.tensor([1.05, 0.7], dtype=torch.float64))
     prediction = ref * np.array([1.05, 0.7])
     joint = numpy_rel_l2(prediction, ref)
-    assert trainer.rel_l2(x, reference) == pytest.approx(joint, rel=1e-13)
+    assert trainer.evaluation.rel_l2(x, reference) == pytest.approx(joint, rel=1e-13)
     per_field = [numpy_rel_l2(prediction[:, j], ref[:, j]) for j in range(2)]
     assert per_field == pytest.approx([0.05, 0.3], rel=1e-12)
     assert abs(joint - sum(per_field) / 2) > 0.01  # neither field's own error, nor their mean

@@ -27,7 +27,7 @@ train epochs = 12, seed = 0, dtype = float64, checkpoint_every = 3{more}
 
 def _residual_magnitudes(trainer) -> dict[str, torch.Tensor]:
     """|r_j| [N] of every condition at the trainer's parameters now, on its (fixed) points."""
-    residuals = trainer.problem.residuals(trainer.model, trainer._points_for(0), trainer.params)
+    residuals = trainer.problem.residuals(trainer.model, trainer.points.at(0), trainer.params)
     return {name: r.detach().square().sum(1).sqrt() for name, r in residuals.items()}
 
 
@@ -89,5 +89,5 @@ def test_the_blow_up_check_is_off_while_the_point_weights_build_up():
     """lambda starts at 0, so the first losses are tiny and grow by design: no divergence is declared."""
     trainer = Trainer(loads(SPEC.format(more=", diverge_factor = 10")))
     result = trainer.run()
-    losses = [row["loss"] for row in trainer.history]
+    losses = [row["loss"] for row in trainer.run_state.history]
     assert result.status == "completed" and max(losses) > 10 * losses[0]

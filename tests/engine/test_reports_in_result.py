@@ -35,7 +35,7 @@ def test_reports_are_those_of_the_kept_model(tmp_path):
     assert list(result.reports) == ["perimeter", "area", "flux"]
     assert result.reports["perimeter"] == pytest.approx(2 * math.pi * R, rel=1e-12)  # closed forms
     assert result.reports["area"] == pytest.approx(math.pi * R * R, rel=1e-3)  # a midpoint rule inside a disk
-    trainer.model.load_state_dict(trainer.best.model)  # the kept model, evaluated directly
+    trainer.model.load_state_dict(trainer.run_state.best.model)  # the kept model, evaluated directly
     expected = trainer.problem.reports(trainer.model, trainer.params)
     assert result.reports == pytest.approx(expected, rel=1e-12)
     assert result.best_epoch in (2, 4, 5)

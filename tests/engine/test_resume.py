@@ -128,8 +128,8 @@ def test_a_killed_run_holds_the_prediction_of_its_last_checkpoint(tmp_path):
     with np.load(out / "predictions.npz") as saved:
         points, prediction = saved["points"], saved["prediction"]
     trainer = load_run(str(out), out=False, device="cpu")  # the checkpoint's model, evaluated again
-    assert trainer.epoch == 10
-    again = trainer._predict(torch.as_tensor(points, dtype=trainer.dtype)).double().numpy()
+    assert trainer.run_state.epoch == 10
+    again = trainer.evaluation.predict(torch.as_tensor(points, dtype=trainer.dtype)).double().numpy()
     np.testing.assert_allclose(prediction, again, rtol=0, atol=1e-12)
 
 

@@ -42,7 +42,7 @@ def _straight_and_resumed(tmp_path, sampler: str, stop_at: int) -> tuple[Trainer
     assert first.run().status == "interrupted"
     resumed = Trainer(loads(SPEC.format(sampler=sampler)), str(tmp_path / "first"))
     resumed.load_state_dict(load_checkpoint(str(tmp_path / "first" / "checkpoint.pt")))
-    assert resumed.epoch == stop_at
+    assert resumed.run_state.epoch == stop_at
     resumed.run()
     return straight, resumed
 
@@ -53,7 +53,7 @@ def test_a_stopped_run_resumes_bit_for_bit(tmp_path, sampler, stop_at):
     straight, resumed = _straight_and_resumed(tmp_path, sampler, stop_at)
     a, b = straight.model.state_dict(), resumed.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
-    assert [row["loss"] for row in straight.history] == [row["loss"] for row in resumed.history]
-    assert torch.equal(straight._points.sets[0].x, resumed._points.sets[0].x)  # the last block's points
+    assert [row["loss"] for row in straight.run_state.history] == [row["loss"] for row in resumed.run_state.history]
+    assert torch.equal(straight.points.current.sets[0].x, resumed.points.current.sets[0].x)  # the last block's points
     if sampler != "uniform":
-        assert len(straight._points.sets[0].x) == (200 if sampler.startswith("rard") else 100)  # rard: 5 x 20 added
+        assert len(straight.points.current.sets[0].x) == (200 if sampler.startswith("rard") else 100)  # rard: 5 x 20 added

@@ -12,6 +12,8 @@ import torch
 
 from pinnspec.engine import Trainer
 from pinnspec.engine._artifacts import load_checkpoint
+from pinnspec.engine._points import PointStream
+from pinnspec.engine._stages import QuasiNewtonStage
 from pinnspec.lang import loads
 from pinnspec.lang._overrides import apply_overrides
 
@@ -78,7 +80,7 @@ def test_the_switch_loads_the_best_checkpoint(tmp_path):
 
     def record(k):
         seen["model"] = {name: v.detach().clone() for name, v in trainer.model.state_dict().items()}
-        seen["best"] = trainer.best.model
+        seen["best"] = trainer.run_state.best.model
         initial(k)
 
     trainer._initial_stage_state = record
@@ -133,10 +135,10 @@ def test_a_resume_inside_a_quasi_newton_stage_draws_its_points_once(tmp_path, mo
     assert first.run().status == "interrupted"
     saved = load_checkpoint(str(tmp_path / "run" / "checkpoint.pt"))
     resumed = Trainer(_spec("", LBFGS_STAGE, sampler), str(tmp_path / "run"))
-    drawn, sample = [], Trainer._sample
-    monkeypatch.setattr(Trainer, "_sample", lambda self, *args: drawn.append(args) or sample(self, *args))
+    drawn, sample = [], PointStream.draw
+    monkeypatch.setattr(PointStream, "draw", lambda self, *args: drawn.append(args) or sample(self, *args))
     resumed.load_state_dict(saved)
-    assert drawn == draws and resumed.objective is not None
+    assert drawn == draws and resumed.quasi_newton.objective is not None
 
 
 @pytest.mark.parametrize("more", ["", "causal pde(eps = 5, chunks = 4)"], ids=["plain", "causal"])
@@ -145,16 +147,16 @@ def test_an_lbfgs_stage_minimises_the_weighted_sum_at_the_weights_of_the_switch(
     condition, frozen chunk weights (weights that followed the residuals would break the line search)."""
     trainer = Trainer(_spec("weights gradnorm(every = 10)\n" + more), None)
     trainer.run()
-    lam = trainer.objective.weights
+    lam = trainer.quasi_newton.objective.weights
     assert lam is not None and not torch.allclose(lam, torch.ones_like(lam))
-    theta = trainer._theta_flat()
-    f, g = trainer.objective(theta)
-    tasks = trainer.objective.logged(theta)[:3]
+    theta = trainer.theta_flat()
+    f, g = trainer.quasi_newton.objective(theta)
+    tasks = trainer.quasi_newton.objective.logged(theta)[:3]
     assert math.isclose(float(f), float((lam.double() * tasks).sum()), rel_tol=1e-12)
     # the gradient against central finite differences along a random direction (float64)
     direction = torch.randn(theta.shape, generator=torch.Generator().manual_seed(0), dtype=theta.dtype)
     h = 1e-6
-    slope = (float(trainer.objective(theta + h * direction)[0]) - float(trainer.objective(theta - h * direction)[0])) / (2 * h)
+    slope = (float(trainer.quasi_newton.objective(theta + h * direction)[0]) - float(trainer.quasi_newton.objective(theta - h * direction)[0])) / (2 * h)
     assert math.isclose(slope, float(g @ direction), rel_tol=1e-6, abs_tol=1e-10)
     assert all(t.dtype == torch.float64 for t in trainer.theta)  # the objective did not change the parameters' type
 
@@ -171,9 +173,9 @@ def test_a_compiled_quasi_newton_objective_equals_the_eager_one():
     text = (SPEC.format(weights="", second="").replace("stage adam(lr = 5e-3) epochs = 30", LBFGS_STAGE)
             .replace("loss N = pde", RESTATED[0] + "loss N = pde").replace(*RESTATED[1]).replace(*RESTATED[2]))
     trainer = Trainer(apply_overrides(loads(text), {"compile": "on"}), None)  # its first stage: the objective now
-    objective = trainer.objective
+    objective = trainer.quasi_newton.objective
     objective.weights = torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64)  # task weights as a switch freezes them
-    theta = trainer._theta_flat() + 0.01  # [p], float64
+    theta = trainer.theta_flat() + 0.01  # [p], float64
     f, g = objective(theta)
     assert objective.compiled is not None
     logged = objective.logged(theta)  # [m + C]
@@ -196,12 +198,12 @@ def test_a_resume_inside_a_compiled_quasi_newton_stage_is_bit_identical(tmp_path
             holder["trainer"]._stop_requested = True
 
     first = holder["trainer"] = Trainer(spec, str(tmp_path / "first"), log=stop)
-    assert first.run().status == "interrupted" and first.objective.compiled is not None
+    assert first.run().status == "interrupted" and first.quasi_newton.objective.compiled is not None
     resumed = Trainer(spec, str(tmp_path / "first"))
     resumed.load_state_dict(load_checkpoint(str(tmp_path / "first" / "checkpoint.pt")))
     resumed.run()
     a, b = straight.model.state_dict(), resumed.model.state_dict()
-    assert all(torch.equal(a[k], b[k]) for k in a) and resumed.objective.compiled is not None
+    assert all(torch.equal(a[k], b[k]) for k in a) and resumed.quasi_newton.objective.compiled is not None
     assert _history(tmp_path / "straight") == _history(tmp_path / "first")
 
 
@@ -210,7 +212,7 @@ def test_an_objective_that_does_not_compile_runs_eagerly_and_says_so_once(monkey
 
     text = SPEC.format(weights="", second="").replace("stage adam(lr = 5e-3) epochs = 30", SSBROYDEN_STAGE)
     spec = apply_overrides(loads(text), {"compile": "on"})
-    assert Trainer(spec, None).objective.compiled is not None  # its first evaluation: when it is built
+    assert Trainer(spec, None).quasi_newton.objective.compiled is not None  # its first evaluation: when it is built
     err = capsys.readouterr().err
     assert "stage 1/1: ssbroyden(" in err and "; it runs compiled" in err
 
@@ -219,7 +221,7 @@ def test_an_objective_that_does_not_compile_runs_eagerly_and_says_so_once(monkey
 
     monkeypatch.setattr(CompiledLosses, "summed", planted)
     trainer = Trainer(spec, None)  # 12 epochs, new points every 4: three objectives
-    assert trainer.run().status == "completed" and trainer.objective.compiled is None
+    assert trainer.run().status == "completed" and trainer.quasi_newton.objective.compiled is None
     err = capsys.readouterr().err
     assert err.count("the quasi-Newton stage's objective does not compile (a planted failure); it runs eagerly") == 1
     assert "stage 1/1: ssbroyden(" in err and "; it runs eagerly" in err
@@ -250,9 +252,9 @@ def test_a_stalled_lbfgs_stage_stops_moving_with_a_notice(monkeypatch, capsys):
     monkeypatch.setattr(_quasi_newton.LBFGS, "step", no_decrease)
     trainer = Trainer(_spec(), None)
     trainer.run()
-    rows = trainer.history[30:]
+    rows = trainer.run_state.history[30:]
     assert [r["evaluations"] for r in rows] == [2, 2, 2] + [0] * 9
-    assert trainer.qn_stopped.startswith("stopped at epoch 33: 3 line searches in a row")
+    assert trainer.quasi_newton.stopped.startswith("stopped at epoch 33: 3 line searches in a row")
     assert "stage 2 (lbfgs) stopped at epoch 33" in capsys.readouterr().err
     assert len({r["loss"] for r in rows}) == 1
 
@@ -283,16 +285,16 @@ def test_the_conflicts_plot_shows_lbfgs_step_lengths_on_their_own_axis(tmp_path)
     assert min(step_axis.get_lines()[0].get_xdata()) == 31
 
 
-def test_a_ssbroyden_stage_draws_new_points_every_resample_epochs_and_keeps_its_memory(capsys):
+def test_a_ssbroyden_stage_draws_new_points_every_resample_epochs_and_keeps_its_memory(capsys, monkeypatch):
     trainer = Trainer(_spec(second=SSBROYDEN_STAGE), None)
     seen = []
-    draw = trainer._stage_objective
+    draw = QuasiNewtonStage.objective_at
 
-    def record(epoch):
-        draw(epoch)
-        seen.append((epoch, trainer._fixed_points.sets[0].x.detach().clone()))
+    def record(stage, epoch, points=None):
+        draw(stage, epoch, points)
+        seen.append((epoch, trainer.points.fixed.sets[0].x.detach().clone()))
 
-    trainer._stage_objective = record
+    monkeypatch.setattr(QuasiNewtonStage, "objective_at", record)
     method = trainer.stages[1]
     trainer.run()
     assert "new points every 4 epochs" in capsys.readouterr().err and method.resample == 4
@@ -301,14 +303,14 @@ def test_a_ssbroyden_stage_draws_new_points_every_resample_epochs_and_keeps_its_
     assert not torch.equal(first, second) and not torch.equal(second, third)
     # the first block's points are the point plan's at the stage's first epoch (the spec never resamples)
     assert torch.equal(first, trainer.problem.sample(30, 0, dtype=torch.float64).sets[0].x)
-    assert trainer.qn_state.H.shape == (sum(trainer.numels),) * 2  # the inverse Hessian survived the new points
-    assert all(row["evaluations"] >= 1 for row in trainer.history[30:])
+    assert trainer.quasi_newton.state.H.shape == (sum(trainer.numels),) * 2  # the inverse Hessian survived the new points
+    assert all(row["evaluations"] >= 1 for row in trainer.run_state.history[30:])
 
 
 def test_a_dense_stage_over_the_memory_limit_is_refused(monkeypatch):
-    from pinnspec.engine import _trainer
+    from pinnspec.engine import _build
 
-    monkeypatch.setattr(_trainer, "DENSE_LIMIT_BYTES", 1000)
+    monkeypatch.setattr(_build, "DENSE_LIMIT_BYTES", 1000)
     with pytest.raises(ValueError, match=r"stage 2 \(ssbroyden\) keeps a dense .* use `stage lbfgs"):
         Trainer(_spec(second=SSBROYDEN_STAGE), None)
 
@@ -347,8 +349,8 @@ def test_a_checkpoint_without_adaptive_points_restarts_the_quasi_newton_stage_on
     del saved["adaptive"]
     resumed = Trainer(spec, str(tmp_path / "run"))
     resumed.load_state_dict(saved)
-    f, _ = resumed.objective(resumed._theta_flat())
-    assert float(resumed.qn_state.loss) == float(f) != float(first.qn_state.loss)  # f on the new points
+    f, _ = resumed.quasi_newton.objective(resumed.theta_flat())
+    assert float(resumed.quasi_newton.state.loss) == float(f) != float(first.quasi_newton.state.loss)  # f on the new points
     resumed.run()
-    assert resumed.qn_stopped is None
-    assert all(row["lr"] > 0 for row in resumed.history[35:38])  # accepted steps right after the resume
+    assert resumed.quasi_newton.stopped is None
+    assert all(row["lr"] > 0 for row in resumed.run_state.history[35:38])  # accepted steps right after the resume

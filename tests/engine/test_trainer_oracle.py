@@ -73,7 +73,7 @@ def test_k_epochs_equal_torch_optim_with_lambdalr(optimizer):
     lr0 = reference.param_groups[0]["lr"]
     schedule = torch.optim.lr_scheduler.LambdaLR(reference, lambda t: warmup_cosine(t, lr0) / lr0)
     for epoch in range(EPOCHS):
-        points = trainer._points_for(epoch)
+        points = trainer.points.at(epoch)
         reference.zero_grad()
         loss = summed_loss(oracle, points, set_of, grouping)
         loss.backward()

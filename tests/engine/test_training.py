@@ -78,7 +78,7 @@ def test_the_next_points_are_drawn_while_the_device_computes_the_gradients(monke
     used = []
     for epoch in range(4):
         trainer.step(epoch)
-        used.append(trainer._points)
+        used.append(trainer.points.current)
     assert events == [("sample", 0), ("sample", 1), ("update",), ("fetch",), ("sample", 2), ("update",), ("fetch",),
                       ("sample", 3), ("update",), ("fetch",), ("update",), ("fetch",)]
     for epoch, points in enumerate(used):
@@ -200,8 +200,8 @@ def test_float32_run_takes_its_references_at_the_float64_points():
     spec = apply_overrides(pinnspec.load(ROOT / "specs" / "schrodinger.pinn"),
                            {"dtype": "float32", "device": "cpu", "epochs": 1, "validate": "test every 100"})
     trainer = Trainer(spec)
-    assert float(trainer.test_points[:, 1].max()) > math.pi / 2  # the rounding this guards against
-    assert trainer.test_reference.dtype == torch.float64 and len(trainer.test_reference) == 256 * 201
+    assert float(trainer.evaluation.test_points[:, 1].max()) > math.pi / 2  # the rounding this guards against
+    assert trainer.evaluation.test_reference.dtype == torch.float64 and len(trainer.evaluation.test_reference) == 256 * 201
 
 
 def test_peak_memory_counts_from_the_start_of_training():

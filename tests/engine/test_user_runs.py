@@ -48,13 +48,18 @@ def test_the_checkpoint_without_reference_is_the_one_with_the_lowest_training_lo
     trainer = Trainer(pinnspec.load(_without_reference(tmp_path)))
     trainer.epochs = 20
     losses = {}
-    real = trainer._training_loss
+    real_validate, real_loss = trainer.monitor.validate, trainer.monitor._training_loss
+    at = {}
 
-    def recorded(epoch):
-        losses[epoch + 1] = real(epoch)
-        return losses[epoch + 1]
+    def validate(run, epoch, *args):
+        at["epoch"] = epoch
+        return real_validate(run, epoch, *args)
 
-    trainer._training_loss = recorded
+    def recorded(*args):
+        losses[at["epoch"] + 1] = real_loss(*args)
+        return losses[at["epoch"] + 1]
+
+    trainer.monitor.validate, trainer.monitor._training_loss = validate, recorded
     result = trainer.run()
     assert sorted(losses) == [10, 20]
     assert result.best_epoch == min(losses, key=losses.get)
@@ -82,7 +87,7 @@ def test_the_lowest_loss_the_blow_up_check_compares_against_survives_a_resume(tm
 
     pinnspec.train(TINY, epochs=20, out=str(tmp_path))
     history = np.genfromtxt(tmp_path / "history.csv", delimiter=",", names=True)
-    lowest, epoch, tasks = load_run(str(tmp_path)).lowest_loss
+    lowest, epoch, tasks = load_run(str(tmp_path)).run_state.lowest_loss
     assert lowest == pytest.approx(history["loss"].min(), rel=1e-6)
     assert epoch == history["epoch"][history["loss"].argmin()]
     assert tasks == pytest.approx([history[f"task{i}"][epoch - 1] for i in range(3)], rel=1e-6)

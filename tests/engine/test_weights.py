@@ -15,7 +15,7 @@ import torch
 
 from pinnspec import ir
 from pinnspec.engine._chain import UpdateChain
-from pinnspec.engine._trainer import Trainer
+from pinnspec.engine import Trainer
 from pinnspec.engine._weights import GradNorm, NoWeights, NTKWeights, balanced_target, ntk_diagonal_mean
 from pinnspec.lang import SpecError, loads
 from pinnspec.lang._overrides import apply_overrides
@@ -155,8 +155,8 @@ def _oracle_magnitudes(trainer: Trainer, points) -> list[float]:
 
 def test_ntk_magnitudes_equal_an_independent_per_point_oracle():
     trainer = Trainer(loads(tiny("ntk(points = 100000)")))  # more points than any set: every point counts
-    points = trainer._points_for(0)
-    measured = trainer._ntk_magnitudes(points, 0)
+    points = trainer.points.at(0)
+    measured = trainer._weight_magnitudes(points, None, 0)
     assert measured.dtype == torch.float64 and measured.shape == (3,)
     expected = _oracle_magnitudes(trainer, points)
     assert measured.tolist() == pytest.approx(expected, rel=1e-5)
@@ -164,17 +164,17 @@ def test_ntk_magnitudes_equal_an_independent_per_point_oracle():
 
 def test_ntk_subsample_is_pure_in_seed_and_epoch():
     trainer = Trainer(loads(tiny("ntk(points = 8)")))
-    points = trainer._points_for(0)
-    first, again = trainer._ntk_magnitudes(points, 0), trainer._ntk_magnitudes(points, 0)
+    points = trainer.points.at(0)
+    first, again = trainer._weight_magnitudes(points, None, 0), trainer._weight_magnitudes(points, None, 0)
     assert torch.equal(first, again)
-    assert not torch.equal(first, trainer._ntk_magnitudes(points, 1))
+    assert not torch.equal(first, trainer._weight_magnitudes(points, None, 1))
 
 
 def test_pooled_task_weighs_its_conditions_by_their_share_of_points():
     spec = loads(tiny("ntk(points = 100000)").replace("grouping = three", "grouping = two"))
     trainer = Trainer(spec)
-    points = trainer._points_for(0)
-    two = trainer._ntk_magnitudes(points, 0)  # [N, pool(walls, ic)]
+    points = trainer.points.at(0)
+    two = trainer._weight_magnitudes(points, None, 0)  # [N, pool(walls, ic)]
     _, walls, ic = _oracle_magnitudes(trainer, points)
     assert float(two[1]) == pytest.approx((40 * walls + 40 * ic) / 80, rel=1e-5)
 
@@ -190,7 +190,7 @@ def test_weights_none_leaves_a_run_bit_identical(tmp_path):
     plain = run(tiny(None), out=str(tmp_path / "plain"))
     none = run(tiny("none"), out=str(tmp_path / "none"))
     assert none.spec.ir.training == plain.spec.ir.training
-    assert none.state.weights is None and "weight0" not in none.columns
+    assert none.chain_state.weights is None and "weight0" not in none.run_state.columns
     assert (tmp_path / "plain" / "history.csv").read_text() == (tmp_path / "none" / "history.csv").read_text()
     assert all(torch.equal(a, b) for a, b in zip(plain.theta, none.theta))
     saved = torch.load(tmp_path / "none" / "checkpoint.pt", weights_only=False)
@@ -201,19 +201,19 @@ def test_weights_none_leaves_a_run_bit_identical(tmp_path):
 def test_gradnorm_history_logs_the_weights_each_epoch_used():
     trainer = run(tiny("gradnorm(every = 7, alpha = 0.5)", epochs=20))
     columns = [f"weight{i}" for i in range(3)]
-    assert trainer.columns[-3:] == columns
-    rows = [[row[c] for c in columns] for row in trainer.history]
+    assert trainer.run_state.columns[-3:] == columns
+    rows = [[row[c] for c in columns] for row in trainer.run_state.history]
     assert rows[0] == [1.0, 1.0, 1.0]
     # the weights change after epochs 0, 7, 14 (counted from 0): constant on 1..7, 8..14, 15..19
     for start, stop in ((1, 8), (8, 15), (15, 20)):
         assert all(r == rows[start] for r in rows[start:stop])
     assert rows[1] != rows[0] and rows[8] != rows[1] and rows[15] != rows[8]
-    assert trainer.state.weights.tolist() == rows[15]  # the last update (after epoch 14) is what the state holds
+    assert trainer.chain_state.weights.tolist() == rows[15]  # the last update (after epoch 14) is what the state holds
 
 
 def test_gradnorm_update_in_a_run_equals_the_formula_on_that_epoch_G():
     trainer = Trainer(loads(tiny("gradnorm(every = 5, alpha = 0.8)", epochs=5)))
-    before = trainer.state.weights.clone()
+    before = trainer.chain_state.weights.clone()
     captured = {}
     execute = trainer.execution
 
@@ -226,7 +226,7 @@ def test_gradnorm_update_in_a_run_equals_the_formula_on_that_epoch_G():
     trainer.step(0)
     norms = captured["G"].double().norm(dim=1)
     expected = 0.8 * before.double() + 0.2 * norms.mean() / norms
-    assert torch.allclose(trainer.state.weights.double(), expected, rtol=1e-6, atol=0)
+    assert torch.allclose(trainer.chain_state.weights.double(), expected, rtol=1e-6, atol=0)
 
 
 def _interrupted_at(text: str, epoch: int) -> dict:
@@ -256,8 +256,8 @@ def test_resume_is_bit_for_bit(weights):
     resumed = Trainer(loads(text))
     resumed.load_state_dict(copy.deepcopy(saved))
     resumed.run()
-    assert resumed.history == whole.history
-    assert torch.equal(resumed.state.weights, whole.state.weights)
+    assert resumed.run_state.history == whole.run_state.history
+    assert torch.equal(resumed.chain_state.weights, whole.chain_state.weights)
     assert all(torch.equal(a, b) for a, b in zip(resumed.theta, whole.theta))
 
 
@@ -404,7 +404,7 @@ def test_losses_plot_shows_the_weights_panel(tmp_path):
 
 
 def test_show_names_the_weights_stage():
-    from pinnspec.engine._trainer import describe_execution
+    from pinnspec.engine import describe_execution
     from pinnspec.lang._show import format_ir
 
     weighted, plain = loads(tiny("gradnorm(every = 10)")), loads(tiny(None))

@@ -65,7 +65,7 @@ def test_resume_on_cuda_is_bit_identical(tmp_path):
 @pytest.mark.parametrize("spec", [BURGERS, ROOT / "specs" / "schrodinger.pinn"])
 def test_forward_engine_equals_autograd_on_cuda(spec):
     trainer = Trainer(_spec(spec, dtype="float64", epochs=1))
-    points = trainer._points_for(0)
+    points = trainer.points.at(0)
     values = {}
     for engine in ("autograd", "forward"):
         losses = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name, engine=engine)
@@ -80,7 +80,7 @@ def test_compiled_losses_equal_eager_on_cuda(mode):
     assert trainer.plan.mode == ("reduce-overhead" if mode == "graphs" else "default")
     units = trainer.execution.compiled_losses()
     for epoch in range(3):  # CUDA graphs record on the first calls and replay after
-        points = trainer._points_for(epoch)
+        points = trainer.points.at(epoch)
         eager = trainer.problem.losses(trainer.model, points, trainer.params, "three", engine=trainer.plan.engine)
         eager_G = loss_gradients(eager.task_list, trainer.theta)
         compiled = units.losses(points, trainer.params, "three")
@@ -88,7 +88,7 @@ def test_compiled_losses_equal_eager_on_cuda(mode):
         torch.testing.assert_close(compiled.tasks, eager.tasks, rtol=1e-4, atol=1e-7)
         torch.testing.assert_close(compiled_G, eager_G, rtol=1e-3, atol=1e-6)
         # every set in one compiled unit, one backward pass (what the trainer's step takes)
-        fused, fused_G = units.losses_and_gradients(points, trainer.params, "three", trainer._theta_flat())
+        fused, fused_G = units.losses_and_gradients(points, trainer.params, "three", trainer.theta_flat())
         torch.testing.assert_close(fused.tasks, eager.tasks, rtol=1e-4, atol=1e-7)
         torch.testing.assert_close(fused_G, eager_G, rtol=1e-3, atol=1e-6)
         trainer.step(epoch)
@@ -103,17 +103,17 @@ def test_compiled_update_chain_equals_eager_on_cuda(mode, capsys):
     assert "two graphs" in [c.name for c in trainer.plan.candidates]
     chain = TwoGraphs(trainer.execution.ctx, trainer.execution.compiled_losses(), compile_chain=True).chain
     for epoch in range(5):
-        points = trainer._points_for(epoch)
+        points = trainer.points.at(epoch)
         losses = trainer.problem.losses(trainer.model, points, trainer.params, "three")
         G = loss_gradients(losses.task_list, trainer.theta)
-        theta = trainer._theta_flat()
-        compiled = chain(G.clone(), theta, None, trainer.surgery_state, trainer.optimizer_state)
-        eager = trainer.chain.update(G.clone(), theta, trainer.state)
+        theta = trainer.theta_flat()
+        compiled = chain(G.clone(), theta, None, trainer.chain_state.surgery, trainer.chain_state.optimizer)
+        eager = trainer.chain.update(G.clone(), theta, trainer.chain_state)
         torch.testing.assert_close(compiled.p, eager.p, rtol=1e-4, atol=1e-7)
         for a, b in zip(compiled.checks, eager.checks):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
         trainer._apply(1e-3, eager.p)
-        trainer.state = eager.state
+        trainer.chain_state = eager.state
     assert trainer.run().status == "completed"
     assert "does not compile" not in capsys.readouterr().err
 
@@ -268,5 +268,5 @@ def test_a_group_trains_each_run_as_alone_on_cuda(mode, capsys):
     results = RunGroup(together).run()
     assert [r.execution for r in results] == ["batched runs"] * 3 and "do not compile" not in capsys.readouterr().err
     for a, b in zip(alone, together):
-        assert [row["loss"] for row in b.history] == pytest.approx([row["loss"] for row in a.history], rel=1e-9)
-        torch.testing.assert_close(b._theta_flat(), a._theta_flat(), rtol=1e-8, atol=1e-10)
+        assert [row["loss"] for row in b.run_state.history] == pytest.approx([row["loss"] for row in a.run_state.history], rel=1e-9)
+        torch.testing.assert_close(b.theta_flat(), a.theta_flat(), rtol=1e-8, atol=1e-10)

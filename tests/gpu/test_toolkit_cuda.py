@@ -48,7 +48,7 @@ def test_stages_switch_to_lbfgs_in_float64_on_the_device(tmp_path):
     result = trainer.run()
     assert result.status == "completed" and result.device.startswith(DEVICE)
     assert all(p.dtype == torch.float64 and p.device.type == DEVICE for p in trainer.model.parameters())
-    losses = [row["loss"] for row in trainer.history[20:]]
+    losses = [row["loss"] for row in trainer.run_state.history[20:]]
     assert all(b <= a for a, b in zip(losses, losses[1:]))  # L-BFGS at fixed points never goes up
 
 
@@ -69,7 +69,7 @@ def test_resume_inside_a_quasi_newton_stage_on_the_device_is_bit_identical(tmp_p
     resumed.run()
     a, b = straight.model.state_dict(), resumed.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
-    assert straight.qn_state.grad.device.type == DEVICE
+    assert straight.quasi_newton.state.grad.device.type == DEVICE
 
 
 @pytest.mark.parametrize("compile_setting", ["off", "on"])
@@ -77,7 +77,7 @@ def test_hard_constraints_hold_on_the_device(compile_setting):
     trainer = Trainer(_spec("enforce ic, walls", f", epochs = 6, engine = forward, compile = {compile_setting}"))
     result = trainer.run()
     assert result.status == "completed"
-    assert all(row["loss:ic"] < 1e-10 and row["loss:walls"] < 1e-10 for row in trainer.history)
+    assert all(row["loss:ic"] < 1e-10 and row["loss:walls"] < 1e-10 for row in trainer.run_state.history)
 
 
 def test_a_periodic_embedding_on_the_device():
@@ -85,7 +85,7 @@ def test_a_periodic_embedding_on_the_device():
         "points pde 256, walls 32, ic 32", "points pde 256, pbc 32, ic 32")
     trainer = Trainer(loads(text.format(more="enforce pbc", device=DEVICE, train=", epochs = 6")))
     trainer.run()
-    assert all(row["loss:pbc"] < 1e-10 for row in trainer.history)
+    assert all(row["loss:pbc"] < 1e-10 for row in trainer.run_state.history)
 
 
 def test_causal_weighting_compiled_equals_eager_on_the_device():
@@ -94,7 +94,7 @@ def test_causal_weighting_compiled_equals_eager_on_the_device():
         trainer = Trainer(_spec("causal pde(eps = 1, chunks = 8)", f", epochs = 6, engine = forward, "
                                                                       f"compile = {setting}"))
         trainer.run()
-        rows[setting] = [row["loss:pde"] for row in trainer.history]
+        rows[setting] = [row["loss:pde"] for row in trainer.run_state.history]
     assert rows["on"] == pytest.approx(rows["off"], rel=1e-3)
 
 

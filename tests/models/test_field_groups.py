@@ -112,7 +112,7 @@ def test_a_spec_with_a_field_of_x_only_trains_and_resumes_bit_for_bit(tmp_path):
     whole = Trainer(spec, str(tmp_path / "whole"))
     assert isinstance(whole.model, FieldGroups)
     result = whole.run()
-    losses = [row["loss"] for row in whole.history]
+    losses = [row["loss"] for row in whole.run_state.history]
     assert result.status == "completed" and losses[-1] < losses[0]
     x = torch.tensor([[0.3, 0.0], [0.3, 0.7]], dtype=whole.dtype)
     k = whole.model(x)[:, 1]
@@ -129,7 +129,7 @@ def test_a_spec_with_a_field_of_x_only_trains_and_resumes_bit_for_bit(tmp_path):
     assert half.run().status == "interrupted"
     resumed = load_run(str(tmp_path / "half"))
     assert resumed.run().status == "completed"
-    assert resumed.history == whole.history
+    assert resumed.run_state.history == whole.run_state.history
     for a, b in zip(whole.model.state_dict().values(), resumed.model.state_dict().values()):
         assert torch.equal(a, b)
 

@@ -266,7 +266,7 @@ def test_fifty_epochs_of_a_small_spec_lower_the_loss(name):
     trainer = Trainer(_spec(SPEC_MODELS[name], engine="forward"))
     assert supports(trainer.model) and trainer.plan.notes == ()
     result = trainer.run()
-    losses = [row["loss"] for row in trainer.history if "loss" in row]
+    losses = [row["loss"] for row in trainer.run_state.history if "loss" in row]
     assert result.status == "completed" and len(losses) == 50
     assert losses[-1] < 0.5 * losses[0]
 
@@ -289,10 +289,10 @@ def test_compiled_losses_and_gradients_equal_the_eager_ones():
 
     trainer = Trainer(_spec(SPEC_MODELS[name], compile="on", engine="forward", dtype="float64"))
     assert trainer.plan.notes == () and trainer.plan.mode == "default"
-    points = trainer._points_for(0)
+    points = trainer.points.at(0)
     eager = trainer.problem.losses(trainer.model, points, trainer.params, trainer.grouping.name, engine="forward")
     eager_G = loss_gradients(eager.task_list, trainer.theta)
     compiled, compiled_G = trainer.execution.compiled_losses().losses_and_gradients(
-        points, trainer.params, trainer.grouping.name, trainer._theta_flat())
+        points, trainer.params, trainer.grouping.name, trainer.theta_flat())
     torch.testing.assert_close(compiled.tasks, eager.tasks, rtol=1e-10, atol=1e-14)
     torch.testing.assert_close(compiled_G, eager_G, rtol=1e-8, atol=1e-12)

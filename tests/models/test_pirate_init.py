@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from pinnspec.compiler import CompiledProblem
-from pinnspec.engine._trainer import build_model
+from pinnspec.engine import build_model
 from pinnspec.lang import loads
 from pinnspec.models._layers import TENSOR_OPS, embed
 

@@ -37,7 +37,7 @@ def test_the_term_is_the_formula(slope):
 def test_the_term_is_added_to_the_first_task_and_the_plan_skips_the_fused_graphs():
     with_term = Trainer(loads(SPEC.format(slope="layer", weight=0.25, more="")))
     without = Trainer(loads(SPEC.format(slope="layer", weight=0.0, more="")))
-    points = with_term._points_for(0)
+    points = with_term.points.at(0)
     a = with_term.problem.losses(with_term.model, points, with_term.params)
     b = without.problem.losses(without.model, points, without.params)  # the same network: the same seed
     term = float(with_term.model.loss_term().detach())

@@ -139,20 +139,33 @@ def test_residual_magnitudes_of_a_system_are_the_root_of_the_sum_of_squares():
     assert np.allclose(problem.residual_magnitudes(0, x, Cubic()), expected, rtol=1e-12, atol=0)
 
 
+class Draws:
+    """Consecutive draws of one problem, each from the adaptive history of the one before (as a run's
+    `PointStream` draws)."""
+
+    def __init__(self, problem, residual):
+        self.problem, self.residual, self.history = problem, residual, None
+
+    def __call__(self, epoch):
+        points = self.problem.sample(epoch, residual=self.residual, history=self.history)
+        self.history = points.history
+        return points
+
+
 def test_rad_points_follow_the_residual_density():
     """Blocks 1..10 of rad(k = 1, c = 1, pool = 50): 4,000 points of density (3x^2 + 1)/2."""
     problem = compiled("rad(k = 1, c = 1, pool = 50)")
-    residual = problem.residual_function(Cubic())
-    x = np.concatenate([problem.sample(10 * block, residual=residual).sets[0].x[:, 0].detach().numpy() for block in range(1, 11)])
+    draw = Draws(problem, problem.residual_function(Cubic()))
+    x = np.concatenate([draw(10 * block).sets[0].x[:, 0].detach().numpy() for block in range(1, 11)])
     assert len(x) == 4_000
     assert_density(x, 1.0, 1.0)
 
 
 def test_rad_draws_from_its_stream_and_keeps_block_zero_and_the_boundaries():
     problem = compiled("rad")
-    residual = problem.residual_function(Cubic())
+    draw = Draws(problem, problem.residual_function(Cubic()))
     base = [problem.point_plan.sample(3, epoch) for epoch in (0, 10)]
-    first, second = (problem.sample(epoch, residual=residual) for epoch in (0, 10))
+    first, second = (draw(epoch) for epoch in (0, 10))
     assert np.array_equal(first.sets[0].x.detach().numpy(), base[0][0].x.astype(np.float32))  # block 0: the base draw
     for points, plan in zip((first, second), base):  # the boundary: the base draw in every block
         assert np.array_equal(points.sets[1].x.detach().numpy(), plan[1].x.astype(np.float32))
@@ -165,11 +178,11 @@ def test_rad_draws_from_its_stream_and_keeps_block_zero_and_the_boundaries():
 
 def test_r3_retains_the_points_above_the_mean_and_refills_to_the_count():
     problem = compiled("r3")
-    residual = problem.residual_function(Cubic())
-    previous = problem.sample(0, residual=residual).sets[0].x.detach().numpy().astype(np.float64)
+    draw = Draws(problem, problem.residual_function(Cubic()))
+    previous = draw(0).sets[0].x.detach().numpy().astype(np.float64)
     for epoch in (10, 20):
-        current = problem.sample(epoch, residual=residual).sets[0].x.detach().numpy().astype(np.float64)
-        before = problem._adaptive_history[0][2]  # the float64 points the residual was computed on
+        current = draw(epoch).sets[0].x.detach().numpy().astype(np.float64)
+        before = draw.history[0][2]  # the float64 points the residual was computed on
         assert np.allclose(before, previous, rtol=0, atol=1e-7)
         above = before[before[:, 0] ** 2 > np.mean(before[:, 0] ** 2)]
         assert len(current) == 400 and 0 < len(above) < 400
@@ -181,19 +194,19 @@ def test_r3_retains_the_points_above_the_mean_and_refills_to_the_count():
 
 def test_rard_grows_by_add_and_keeps_its_points():
     problem = compiled("rard(add = 50, k = 2, c = 0)")
-    residual = problem.residual_function(Cubic())
+    draw = Draws(problem, problem.residual_function(Cubic()))
     sizes, previous = [], None
     for epoch in (0, 10, 20, 30):
-        x = problem.sample(epoch, residual=residual).sets[0].x.detach().numpy()
+        x = draw(epoch).sets[0].x.detach().numpy()
         if previous is not None:
             assert np.array_equal(x[:len(previous)], previous)
         sizes.append(len(x))
         previous = x
     assert sizes == [400, 450, 500, 550]
-    again = problem.sample(30, residual=residual).sets[0].x.detach().numpy()  # the same block again
+    again = draw(30).sets[0].x.detach().numpy()  # the same block again
     assert np.array_equal(again, previous)
     for epoch in range(40, 410, 10):  # 37 more blocks: 2,000 added points in all
-        x = problem.sample(epoch, residual=residual).sets[0].x.detach().numpy()
+        x = draw(epoch).sets[0].x.detach().numpy()
     assert len(x) == 2_400
     assert_density(x[400:, 0], 2.0, 0.0)  # density 5 x^4
 
@@ -203,8 +216,8 @@ def test_same_seed_same_points(sampler):
     runs = []
     for seed in (3, 3, 4):
         problem = compiled(sampler, seed=seed)
-        residual = problem.residual_function(Cubic())
-        runs.append([problem.sample(epoch, residual=residual).sets[0].x.detach().numpy() for epoch in (0, 10, 20)])
+        draw = Draws(problem, problem.residual_function(Cubic()))
+        runs.append([draw(epoch).sets[0].x.detach().numpy() for epoch in (0, 10, 20)])
     assert all(np.array_equal(a, b) for a, b in zip(runs[0], runs[1]))
     assert not any(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(runs[0], runs[2]))
 
@@ -231,7 +244,7 @@ def test_a_short_training_run_resamples_from_the_model(sampler, size):
         result = trainer.run()
         assert result.status == "completed" and math.isfinite(result.rel_l2)
         (index,) = trainer.problem.adaptive_sets
-        _, block, before, after = trainer.problem._adaptive_history[index]
+        _, block, before, after = trainer.points.history[index]
         assert block == 2 and len(after) == size
         kept = np.isin(after[:, 0], before[:, 0])  # [len(after)]: rows of the block before
         if sampler == "rad":
@@ -240,5 +253,5 @@ def test_a_short_training_run_resamples_from_the_model(sampler, size):
             assert 0 < kept.sum() < 200 and kept[:kept.sum()].all()  # retained first, then the refill
         else:
             assert np.array_equal(after[:len(before)], before)  # rard keeps every point
-        runs.append((trainer._points.sets[index].x.detach().numpy(), [row["loss"] for row in trainer.history]))
+        runs.append((trainer.points.current.sets[index].x.detach().numpy(), [row["loss"] for row in trainer.run_state.history]))
     assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
