@@ -28,7 +28,7 @@ class Context:
     """The state of lowering one spec, owned by the driver.  Who writes what:
 
     * declarations (:mod:`._declarations`): ``declared``, the coordinates and their symbols, the fields,
-      lets, params and coefficient tables;
+      lets, params, coefficient tables and the kind of each condition;
     * conditions (:mod:`._conditions`): ``conditions``;
     * the driver: the results of the `enforce` statements (``hard_constraints``, ``periodic_embeddings``,
       ``enforced``);
