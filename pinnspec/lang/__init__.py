@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from .. import ir
 from ._ast import KEYWORDS, SpecFile, Span
 from ._diagnostics import Diagnostic, SpecError
-from ._lower import lower
+from ._lower import lower, spec_domain
 from ._parser import build_parser, grammar_text, parse
 
 __all__ = ["Spec", "SpecError", "Diagnostic", "Span", "KEYWORDS", "load", "loads", "parse",
-           "grammar_text", "build_parser"]
+           "grammar_text", "build_parser", "spec_domain"]
 
 
 @dataclass(frozen=True)

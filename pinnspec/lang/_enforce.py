@@ -36,19 +36,21 @@ import numpy as np
 import sympy
 
 from .. import geometry, ir
-from ..sampling._regions import sample_region
+from ..sampling import sample_region
 from . import _ast as A
+from ._context import Context
 
 
 class EnforceLowering:
-    """Lowers the ``enforce`` statements of one spec; reports into the lowering's diagnostics."""
+    """Lowers the ``enforce`` statements of one spec; reports into the context's diagnostics."""
 
-    def __init__(self, lowering):
-        self.lowering = lowering
-        self.diag = lowering.diag
+    def __init__(self, ctx: Context, domain: ir.Domain | None):
+        self.ctx = ctx
+        self.diag = ctx.diag
+        self.domain = domain
 
     def run(self, statements) -> tuple[tuple[ir.HardConstraint, ...], tuple[ir.PeriodicEmbedding, ...]]:
-        low = self.lowering
+        ctx = self.ctx
         #: field -> coordinate -> side -> (data expression, condition); field -> domain part -> (data, condition)
         faces: dict[str, dict[str, dict[str, tuple[sympy.Expr, str]]]] = {}
         parts: dict[str, dict[int, tuple[sympy.Expr, str]]] = {}
@@ -62,13 +64,13 @@ class EnforceLowering:
                 if name == "none":
                     self.diag.error(ident.span, "'enforce none' enforces nothing: it stands alone")
                     continue
-                if not low._is_condition(ident, "enforce") or name not in low.conditions:
+                if not ctx.is_condition(ident, "enforce") or name not in ctx.conditions:
                     continue
                 if name in seen:
                     self.diag.error(ident.span, f"'{name}' is enforced twice")
                     continue
                 seen.add(name)
-                condition = low.conditions[name]
+                condition = ctx.conditions[name]
                 region = condition.region
                 if isinstance(region, ir.PeriodicPairs):
                     embedding = self._periodic(ident, condition, region)
@@ -98,24 +100,24 @@ class EnforceLowering:
 
     def _probes(self, field: str, h: ir.HardConstraint) -> dict[str, tuple[sympy.Expr, np.ndarray]]:
         """condition -> (the field's data there, 64 points of its region [64, d])."""
-        low = self.lowering
+        ctx = self.ctx
         rng = np.random.default_rng(0)
         out = {}
         for name in h.conditions:
-            condition = low.conditions[name]
+            condition = ctx.conditions[name]
             value = next(v for f, v in map(self._field_and_data, condition.residuals) if f == field)
-            points = sample_region(condition.region, low.coordinates, 64, "uniform", rng).x  # [64, d]
+            points = sample_region(condition.region, ctx.coordinates, 64, "uniform", rng).x  # [64, d]
             out[name] = (value, points)
         return out
 
     def _periodic_transform(self, h: ir.HardConstraint, embedding: ir.PeriodicEmbedding, span) -> bool:
         """With a periodic embedding in c, the field A + D * N is periodic only where A and D are: their values
         and c-derivatives up to the periodic condition's order must agree at the two ends (64 points)."""
-        low = self.lowering
-        condition = low.conditions[embedding.condition]
+        ctx = self.ctx
+        condition = ctx.conditions[embedding.condition]
         order = max((sum(n for _, n in d.variable_count) for r in condition.residuals
                      for d in r.atoms(sympy.Derivative)), default=0)
-        coordinates = low.coordinates
+        coordinates = ctx.coordinates
         symbols = [c.symbol for c in coordinates]
         k = next(i for i, c in enumerate(coordinates) if c.name == embedding.coordinate)
         c = symbols[k]
@@ -138,8 +140,8 @@ class EnforceLowering:
 
     # ------------------------------------------------------------------ periodic
     def _periodic(self, ident: A.Ident, condition: ir.Condition, region: ir.PeriodicPairs):
-        coordinate = self.lowering.coord_symbols[region.coordinate]
-        fields = set(self.lowering.field_exprs.values())
+        coordinate = self.ctx.coord_symbols[region.coordinate]
+        fields = set(self.ctx.field_exprs.values())
         for expr in condition.residuals:
             # what it reads besides the fields and their derivatives (those are functions of the network)
             reads = expr.xreplace({a: sympy.Dummy() for a in expr.atoms(sympy.Derivative)}).xreplace(
@@ -159,7 +161,7 @@ class EnforceLowering:
     def _dirichlet(self, ident: A.Ident, condition: ir.Condition, faces, parts) -> None:
         """Records each field's data on the condition's faces (``faces``: field -> coordinate -> side ->
         (data, condition)) or, on a domain's boundary, parts (``parts``: field -> part index -> ...)."""
-        low = self.lowering
+        ctx = self.ctx
         if condition.face_residuals is not None:
             self.diag.error(ident.span, f"'{condition.name}' cannot be enforced: it reads a normal derivative; "
                             "enforce fixes values (u = g), not fluxes")
@@ -172,7 +174,7 @@ class EnforceLowering:
         elif isinstance(region, ir.FaceRegion):
             places = [(f.coordinate, f.side, f.value) for f in region.faces]
         else:  # ir.DomainBoundary
-            space = [c for c in low.coordinates if not c.is_time]
+            space = [c for c in ctx.coordinates if not c.is_time]
             box = geometry.Box(tuple(c.lo for c in space), tuple(c.hi for c in space))
             for index in region.parts:
                 part = region.domain.shape.boundary_parts()[index]
@@ -201,7 +203,7 @@ class EnforceLowering:
                     self.diag.error(ident.span, f"'{condition.name}' cannot be enforced: {field} at {coordinate} = "
                                     f"{at:g} is already enforced by '{by_side[side][1]}'")
                     return
-                by_side[side] = (value.subs(low.coord_symbols[coordinate], at), condition.name)
+                by_side[side] = (value.subs(ctx.coord_symbols[coordinate], at), condition.name)
             for index in indices:
                 by_part = parts.setdefault(field, {})
                 if index in by_part:
@@ -212,17 +214,17 @@ class EnforceLowering:
 
     def _field_and_data(self, expr: sympy.Expr) -> tuple[str, sympy.Expr] | None:
         """(field, data) when ``expr`` is ``field - data`` (or ``data - field``) with data free of fields."""
-        low = self.lowering
+        ctx = self.ctx
         if expr.atoms(sympy.Derivative):
             return None
-        applied = [f for f, e in low.field_exprs.items() if expr.has(e)]
+        applied = [f for f, e in ctx.field_exprs.items() if expr.has(e)]
         if len(applied) != 1:
             return None
         field = applied[0]
-        u = low.field_exprs[field]
+        u = ctx.field_exprs[field]
         for sign in (1, -1):
             data = sympy.expand(u - sign * expr)
-            if not data.has(u) and not any(data.has(e) for e in low.field_exprs.values()):
+            if not data.has(u) and not any(data.has(e) for e in ctx.field_exprs.values()):
                 return field, data
         return None
 
@@ -230,8 +232,8 @@ class EnforceLowering:
         """The transform of ``field``: the space box's enforced faces by the Boolean sum (coordinates in
         spec order), blended with each enforced part of a domain's boundary (its data, its distance
         function) by transfinite interpolation, then the initial time by one more Boolean-sum step."""
-        low = self.lowering
-        space = [c for c in low.coordinates if not c.is_time and c.name in by_coordinate]
+        ctx = self.ctx
+        space = [c for c in ctx.coordinates if not c.is_time and c.name in by_coordinate]
         extension, distance = _boolean_sum(space, by_coordinate)
         groups = [(extension, distance)] if space else []
         for index, (value, name) in by_part.items():
@@ -245,21 +247,21 @@ class EnforceLowering:
             others = [sympy.Mul(*(d for j, (_, d) in enumerate(groups) if j != k)) for k in range(len(groups))]
             extension = sum((a * w for (a, _), w in zip(groups, others)), sympy.Integer(0)) / sum(others)
             distance = sympy.Mul(*(d for _, d in groups))
-        time = [c for c in low.coordinates if c.is_time and c.name in by_coordinate]
+        time = [c for c in ctx.coordinates if c.is_time and c.name in by_coordinate]
         extension, distance = _boolean_sum(time, by_coordinate, extension, distance)
         names = {name for sides in by_coordinate.values() for _, name in sides.values()}
         names |= {name for _, name in by_part.values()}
-        order = [c.name for c in low.conditions.values()]
+        order = [c.name for c in ctx.conditions.values()]
         return ir.HardConstraint(field, extension, distance, tuple(sorted(names, key=order.index)))
 
     def _part_distance(self, index: int, condition: str, span) -> sympy.Expr | None:
         """A smooth function that vanishes on the part's face and is positive inside the domain: the
         normalised distance to a plane (a box face, a half-space, a polygon edge) or (r^2 - |x - c|^2) / (2 r)
         for a ball, its sign chosen and checked at 256 points inside the domain."""
-        low = self.lowering
-        domain = low.geometry.domain
+        ctx = self.ctx
+        domain = self.domain
         part = domain.shape.boundary_parts()[index]
-        space = [c for c in low.coordinates if not c.is_time]
+        space = [c for c in ctx.coordinates if not c.is_time]
         x = [c.symbol for c in space]
         shape = part.primitive
         if isinstance(shape, geometry.Ball):
@@ -293,8 +295,8 @@ class EnforceLowering:
         """Whether the extension equals the data and the distance vanishes at the probes of each enforced
         condition (64 points of its region, float64, to 1e-9 relative): faces whose data disagree where they
         meet, or enforced parts that touch, make it miss."""
-        low = self.lowering
-        symbols = [c.symbol for c in low.coordinates]
+        ctx = self.ctx
+        symbols = [c.symbol for c in ctx.coordinates]
         for name, (data, points) in probes.items():
             extension = _values(h.extension, symbols, points)
             distance = _values(h.distance, symbols, points)
@@ -302,7 +304,7 @@ class EnforceLowering:
             gap = np.abs(extension - expected) + np.abs(distance) * (1 + np.abs(expected).max())
             if not np.all(gap <= 1e-9 * (1 + np.abs(expected).max())):
                 worst = int(np.nanargmax(np.where(np.isfinite(gap), gap, np.inf)))
-                where = ", ".join(f"{c.name} = {v:.6g}" for c, v in zip(low.coordinates, points[worst]))
+                where = ", ".join(f"{c.name} = {v:.6g}" for c, v in zip(ctx.coordinates, points[worst]))
                 others = [n for n in h.conditions if n != name]
                 self.diag.error(span, f"enforce: {h.field} cannot satisfy '{name}' and "
                                 f"{', '.join(repr(o) for o in others) or 'itself'} at once: at {where} the "

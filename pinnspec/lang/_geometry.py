@@ -12,6 +12,7 @@ import numpy as np
 from .. import geometry, ir
 from ..registry import did_you_mean
 from . import _ast as A
+from ._context import Context
 from ._expr import keyword_arguments
 
 #: the built-in shape: the space box
@@ -42,11 +43,11 @@ def _format(value) -> str:
 
 
 class GeometryLowering:
-    """Lowers the shapes and the domain of one spec; reports into the lowering's diagnostics."""
+    """Lowers the shapes and the domain of one spec; reports into the context's diagnostics."""
 
-    def __init__(self, lowering):
-        self.lowering = lowering
-        self.diag = lowering.diag
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.diag = ctx.diag
         self.shapes: dict[str, geometry.Primitive] = {}
         self.shape_text: dict[str, str] = {}
         self.domain: ir.Domain | None = None
@@ -55,14 +56,14 @@ class GeometryLowering:
 
     # ================================================================== shapes
     def space_box(self) -> geometry.Box:
-        space = [c for c in self.lowering.coordinates if not c.is_time]
+        space = [c for c in self.ctx.coordinates if not c.is_time]
         return geometry.Box([c.lo for c in space], [c.hi for c in space], name=BOX)
 
     def shape(self, st: A.ShapeDecl):
         name = st.name.name
-        if self.lowering.declared.get(name, (None, None))[1] != st.name.span:
+        if not self.ctx.declared_here(st.name):
             return  # a duplicate or reserved name: already reported
-        space = [c for c in self.lowering.coordinates if not c.is_time]
+        space = [c for c in self.ctx.coordinates if not c.is_time]
         if not space:
             self.diag.error(st.span, "a shape lives in the space coordinates, and there are none: "
                             "declare them with 'space x in [A, B], ...'")
@@ -127,19 +128,19 @@ class GeometryLowering:
         return {k: values[k] for k in params} if ok and not missing else None
 
     def _value(self, node: A.Expr, what: str, where: str, dim: int):
-        space = ", ".join(c.name for c in self.lowering.coordinates if not c.is_time)
+        space = ", ".join(c.name for c in self.ctx.coordinates if not c.is_time)
         if what == "number":
             if isinstance(node, A.TupleExpr):
                 self.diag.error(node.span, f"{where} is one number, not a tuple")
                 return None
-            return self.lowering._constant(node, where)
+            return self.ctx.constant(node, where)
         if what == "point":
             items = node.items if isinstance(node, A.TupleExpr) else (node,)
             if len(items) != dim:
                 self.diag.error(node.span, f"{where} needs {dim} number{'s' if dim > 1 else ''}, one per space "
                                 f"coordinate ({space}), got {len(items)}")
                 return None
-            numbers = [self.lowering._constant(i, where) for i in items]
+            numbers = [self.ctx.constant(i, where) for i in items]
             return None if None in numbers else (tuple(numbers) if dim > 1 else numbers[0])
         # points: the vertices of a polygon
         if not isinstance(node, A.TupleExpr) or any(not isinstance(i, A.TupleExpr) for i in node.items):
@@ -169,13 +170,13 @@ class GeometryLowering:
     # ================================================================== the domain
     def domain_statement_lowered(self, st: A.DomainDecl):
         name = st.name.name
-        space = [c for c in self.lowering.coordinates if not c.is_time]
+        space = [c for c in self.ctx.coordinates if not c.is_time]
         if not space:
             self.diag.error(st.span, "a domain lives in the space coordinates, and there are none: "
                             "declare them with 'space x in [A, B], ...'")
             return
         shape = self._combine(st.expr)
-        if shape is None or self.lowering.declared.get(name, (None, None))[1] != st.name.span:
+        if shape is None or not self.ctx.declared_here(st.name):
             return
         if not self._bounded(st.expr):
             self.diag.error(st.expr.span, f"the domain '{name}' is unbounded: a halfspace must be intersected with a "
@@ -230,7 +231,7 @@ class GeometryLowering:
             return self.space_box()
         if name in self.shapes:
             return self.shapes[name]
-        kind = self.lowering.declared.get(name, (None,))[0]
+        kind = self.ctx.declared.get(name, (None,))[0]
         if kind == "shape":
             return None  # its own error is reported
         if kind is not None:
@@ -245,7 +246,7 @@ class GeometryLowering:
         return None
 
     def _declared_shapes(self) -> list[str]:
-        return [n for n, (k, _) in self.lowering.declared.items() if k == "shape"]
+        return [n for n, (k, _) in self.ctx.declared.items() if k == "shape"]
 
     # ================================================================== boundary selectors
     def measures(self) -> np.ndarray:
@@ -279,7 +280,7 @@ class GeometryLowering:
 
         if selector.whole:
             return ir.DomainBoundary(domain, tuple(self.on_boundary(every)), ("boundary",))
-        space = [c.name for c in self.lowering.coordinates if not c.is_time]
+        space = [c.name for c in self.ctx.coordinates if not c.is_time]
         for ident in selector.shapes:
             name = ident.name
             if name == domain.name:
@@ -287,7 +288,7 @@ class GeometryLowering:
                 continue
             used = sorted({p.primitive.name for p in every})
             if name not in used:
-                kind = self.lowering.declared.get(name, (None,))[0]
+                kind = self.ctx.declared.get(name, (None,))[0]
                 if name in space:
                     self.diag.error(ident.span, f"'{name}' is a coordinate: a face of the box is written "
                                     f"'{name} = VALUE'")
@@ -314,7 +315,7 @@ class GeometryLowering:
                 continue
             add(indices, name, ident.span)
         for face in selector.faces:
-            located = self.lowering._face(face)
+            located = self.ctx.box_face(face)
             if located is None:
                 ok = False
                 continue

@@ -20,7 +20,8 @@ from .. import ir
 from ..registry import did_you_mean
 from . import _ast as A
 from ._expr import REPORT_CALLS
-from ._geometry import BOX
+from ._context import Context
+from ._geometry import BOX, GeometryLowering
 
 #: the most space coordinates a report integrates in (its quadrature rules: pinnspec.compiler._quadrature)
 MAX_REPORT_DIMENSION = 3
@@ -32,11 +33,12 @@ def _integral_name(index: int) -> str:
 
 
 class ReportLowering:
-    """Lowers the ``report`` statements of one spec; reports into the lowering's diagnostics."""
+    """Lowers the ``report`` statements of one spec; reports into the context's diagnostics."""
 
-    def __init__(self, lowering):
-        self.lowering = lowering
-        self.diag = lowering.diag
+    def __init__(self, ctx: Context, geometry: GeometryLowering):
+        self.ctx = ctx
+        self.diag = ctx.diag
+        self.geometry = geometry
 
     def report(self, st: A.Report) -> ir.Report | None:
         name = st.name.name
@@ -48,14 +50,14 @@ class ReportLowering:
         if not self._space_dimension_ok(st):
             return None
         integrals = [self._integral(name, index, call) for index, call in enumerate(calls)]
-        lets = dict(self.lowering.lets)
+        lets = dict(self.ctx.lets)
         lets.update({_integral_name(i): ir.report_integral(name, i) for i in range(len(calls))})
         scope = dataclasses.replace(
-            self.lowering._scope(f"the report '{name}' outside integral(...) and mean(...)", fields=False,
-                                 coordinates=False), lets=lets)
-        value = self.lowering.expr.lower(_replace_calls(st.value, {id(c): i for i, c in enumerate(calls)}), scope)
+            self.ctx.scope(f"the report '{name}' outside integral(...) and mean(...)", fields=False,
+                           coordinates=False), lets=lets)
+        value = self.ctx.expr.lower(_replace_calls(st.value, {id(c): i for i, c in enumerate(calls)}), scope)
         if value is not None:
-            value = self.lowering._defined(value, st.value.span)
+            value = self.ctx.defined(value, st.value.span)
         if value is None or None in integrals:
             return None
         return ir.Report(name, value, tuple(integrals), st.span.line)
@@ -72,7 +74,7 @@ class ReportLowering:
         return found
 
     def _space_dimension_ok(self, st: A.Report) -> bool:
-        space = self.lowering.space_names
+        space = self.ctx.space_names
         if not space:
             self.diag.error(st.span, "a report integrates over space, and the spec has no space coordinate")
             return False
@@ -86,8 +88,8 @@ class ReportLowering:
     def _integral(self, report: str, index: int, call: A.Call) -> ir.ReportIntegral | None:
         reduction = call.func.name
         example = f"{reduction}(rim, dn(u))"
-        coordinates = {c.name: c for c in self.lowering.coordinates}
-        time = next((c for c in self.lowering.coordinates if c.is_time), None)
+        coordinates = {c.name: c for c in self.ctx.coordinates}
+        time = next((c for c in self.ctx.coordinates if c.is_time), None)
         face: A.Face | None = None
         at: float | None = None
         ok = True
@@ -135,23 +137,23 @@ class ReportLowering:
             return None
         where = f"the {reduction} of the report '{report}'"
         if scope_kind == "normals":
-            scope = self.lowering._scope(where, normals={c: ir.normal(c) for c in self.lowering.space_names})
+            scope = self.ctx.scope(where, normals={c: ir.normal(c) for c in self.ctx.space_names})
         elif scope_kind == "face":
             only = region.faces[0]
-            scope = self.lowering._scope(where, face=(only.coordinate, only.normal_sign))
+            scope = self.ctx.scope(where, face=(only.coordinate, only.normal_sign))
         else:
-            scope = self.lowering._scope(where)
+            scope = self.ctx.scope(where)
         scope.in_report = True
-        integrand = self.lowering.expr.lower(call.args[-1], scope)
+        integrand = self.ctx.expr.lower(call.args[-1], scope)
         if integrand is not None:
-            integrand = self.lowering._defined(integrand, call.args[-1].span)
+            integrand = self.ctx.defined(integrand, call.args[-1].span)
         if integrand is None or not ok:
             return None
-        integrand = integrand.xreplace(self.lowering.table_values)
+        integrand = integrand.xreplace(self.ctx.table_values)
         return ir.ReportIntegral(ir.report_integral(report, index), reduction, region, integrand, at)
 
     def _time(self, kw: A.KeywordArg, coordinate: ir.Coordinate) -> float | None:
-        value = self.lowering._constant(kw.value, f"the time of a report ('{coordinate.name} = ...')")
+        value = self.ctx.constant(kw.value, f"the time of a report ('{coordinate.name} = ...')")
         if value is None:
             return None
         scale = max(abs(coordinate.lo), abs(coordinate.hi), 1.0)
@@ -163,9 +165,9 @@ class ReportLowering:
 
     def _region(self, part: A.Name | None, face: A.Face | None, reduction: str):
         """(the region, how its integrand sees the normal: "normals" | "face" | None), or (None, None)."""
-        geometry = self.lowering.geometry
+        geometry = self.geometry
         domain = geometry.domain
-        if self.lowering.tree_has_domain and domain is None:
+        if self.ctx.tree_has_domain and domain is None:
             return None, None  # the domain's own error is reported
         if domain is not None:
             if part is not None and part.id == domain.name:
@@ -177,10 +179,10 @@ class ReportLowering:
             region = geometry.selector(selector)
             return (region, "normals") if region is not None else (None, None)
         if face is not None:
-            located = self.lowering._face(face)
+            located = self.ctx.box_face(face)
             return (ir.FaceRegion((located,)), "face") if located is not None else (None, None)
         name = part.id
-        kind = self.lowering.declared.get(name, (None,))[0]
+        kind = self.ctx.declared.get(name, (None,))[0]
         if kind == "shape" or name == BOX:
             self.diag.error(part.span, f"'{name}' is a shape, and the spec declares no 'domain' whose boundary it "
                             f"bounds: add one (e.g. 'domain all = box - {name}'), or integrate over a side of the "

@@ -160,8 +160,7 @@ def read_domain(path: str):
             text = fh.read()
     except (OSError, UnicodeDecodeError):
         return None
-    from ..lang import SpecError, parse
-    from ..lang._lower import Lowering
+    from ..lang import SpecError, parse, spec_domain
     from ..registry import load_plugins
 
     try:
@@ -169,12 +168,10 @@ def read_domain(path: str):
     except SpecError:
         return None
     load_plugins()
-    lowering = Lowering(tree, os.path.dirname(os.path.abspath(path)))
     try:
-        lowering.run()
+        return spec_domain(tree, os.path.dirname(os.path.abspath(path)))
     except (SpecError, ValueError, OSError):
         return None
-    return lowering.geometry.domain
 
 
 def load_run(run_dir, *, predictions: bool = True) -> Run:
