@@ -138,10 +138,14 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     "compile": ("choice:off|on|graphs", "off"),
     # a run stops as diverged when its loss exceeds this factor times its lowest loss so far (0: never)
     "diverge_factor": ("number", 1e6),
+    # when a chain that needs only the weighted sum of the task gradients (surgery none, align none) forms G
+    # and the conflict statistics: at validation epochs (the other steps take one backward pass of the sum)
+    # or at every step
+    "diagnostics": ("choice:validation|every", "validation"),
 }
 #: the `train` settings that say how a run executes, not what it trains: a stopped run of a sweep or bench may
 #: resume with other values of these (the continuation is then not bit for bit the uninterrupted run)
-EXECUTION_SETTINGS = ("device", "compile", "engine", "stack", "checkpoint_every")
+EXECUTION_SETTINGS = ("device", "compile", "engine", "stack", "checkpoint_every", "diagnostics")
 #: the statements of the update chain: runs whose specs differ only in these (same problem and points; the seed
 #: too where the points do not depend on it) may train as one group, their losses and G as one batched graph
 #: (pinnspec.engine._group)

@@ -36,7 +36,7 @@ def train(spec, *, epochs=None, surgery=None, optimizer=None, align=None, groupi
     (result.json, history.csv, checkpoint.pt, config.pinn, predictions.npz); one that
     already holds files raises a ValueError (``_artifacts.RunDirInUse``) unless ``overwrite`` (which replaces
     the run files there)."""
-    from ..lang._overrides import apply_overrides
+    from ..lang import apply_overrides
     from ._artifacts import PYTHON_REMEDIES, claim_run_dir
 
     given = {"epochs": epochs, "surgery": surgery, "optimizer": optimizer, "align": align, "grouping": grouping,

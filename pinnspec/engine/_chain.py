@@ -105,6 +105,13 @@ class UpdateChain:
         return self.surgery.compiles and self.optimizer.compiles
 
     @property
+    def sums_tasks(self) -> bool:
+        """Whether the update needs G only through the weighted sum of its rows: surgery `none` (a = sum_i
+        lambda_i g_i, the gradient of sum_i lambda_i L_i) and no alignment (which would read G).  A step of such a
+        chain that logs no conflict statistics takes that gradient by one backward pass (`update_summed`)."""
+        return self.surgery.sums and not self.alignment.aligns
+
+    @property
     def capturable(self) -> bool:
         """Whether a CUDA graph can record the chain: it compiles (so never waits for the device) and never
         needs a Hessian estimate (a host decision from the step count)."""
@@ -152,10 +159,25 @@ class UpdateChain:
         a, surgery_state = self.surgery(G, state.surgery, generator=generator)  # [p]
         u, tentative = self.optimizer.propose(a, state.optimizer, params=theta, hessian=hessian)  # [p]
         p, optimizer_state = self.alignment.align(u, G, tentative, self.optimizer, params=theta)  # [p]
-        u64, p64 = u.detach().to(torch.float64), p.detach().to(torch.float64)
-        flag = lambda t: t.reshape(1).to(torch.float64)  # noqa: E731
-        checks = Checks(flag(torch.isfinite(G).all()), flag(torch.isfinite(p).all()),
-                        conflict_indicators(G, [a, u] + ([p] if self.aligned else [])),
-                        flag((p64 - u64).norm() > 0), flag(u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)))
+        checks = _checks(G, u, p, conflict_indicators(G, [a, u] + ([p] if self.aligned else [])))
         return ChainStep(p, ChainState(surgery_state, optimizer_state, state.weights), checks, a, u)
+
+    def update_summed(self, g: Tensor, theta: Tensor, state: ChainState, *, hessian: Tensor | None = None
+                      ) -> ChainStep:
+        """The step of a chain that `sums_tasks` from g [p], the gradient of sum_i lambda_i L_i (what surgery
+        `none` makes of diag(lambda) G, by one backward pass instead of m): the same p to rounding, no conflict
+        statistics (the indicators read 0; the step is not counted in the rates)."""
+        u, tentative = self.optimizer.propose(g, state.optimizer, params=theta, hessian=hessian)  # [p]
+        p, optimizer_state = self.alignment.align(u, None, tentative, self.optimizer, params=theta)  # [p]
+        checks = _checks(g, u, p, g.new_zeros(3, dtype=torch.float64))
+        return ChainStep(p, ChainState(state.surgery, optimizer_state, state.weights), checks, g, u)
+
+
+def _checks(G: Tensor, u: Tensor, p: Tensor, conflicts: Tensor) -> Checks:
+    """The step's checks: G (or the summed gradient) and p finite, the ``conflicts`` [3 | 4], whether the
+    alignment changed u, and cos(p, u)."""
+    u64, p64 = u.detach().to(torch.float64), p.detach().to(torch.float64)
+    flag = lambda t: t.reshape(1).to(torch.float64)  # noqa: E731
+    return Checks(flag(torch.isfinite(G).all()), flag(torch.isfinite(p).all()), conflicts,
+                  flag((p64 - u64).norm() > 0), flag(u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)))
 

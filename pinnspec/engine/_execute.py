@@ -50,6 +50,9 @@ ONE_CUDA_GRAPH, ONE_GRAPH, TWO_GRAPHS, LOSSES_COMPILED, EAGER = (
     "one CUDA graph", "one graph", "two graphs", "losses compiled, chain eager", "eager")
 #: a run of a `RunGroup` (`_group`): its losses and G come from the group's one graph over every run
 BATCHED, BATCHED_CHAIN_EAGER = GROUP_STRATEGIES
+#: the strategies whose summed steps take one backward pass of the weighted sum (`Execution.__call__`): not a
+#: CUDA graph's (its replay would need a second recorded graph) nor a group's (G comes from the group's graph)
+SUMMED_STRATEGIES = (ONE_GRAPH, TWO_GRAPHS, LOSSES_COMPILED, EAGER)
 COMPILED_PARTS = {ONE_CUDA_GRAPH: {"step", "losses", "chain"}, ONE_GRAPH: {"step", "losses", "chain"},
                   TWO_GRAPHS: {"losses", "chain"}, LOSSES_COMPILED: {"losses"}, EAGER: set(),
                   BATCHED: {"losses", "chain"}, BATCHED_CHAIN_EAGER: {"losses"}}
@@ -57,12 +60,13 @@ COMPILED_PARTS = {ONE_CUDA_GRAPH: {"step", "losses", "chain"}, ONE_GRAPH: {"step
 
 class StepOut(NamedTuple):
     """One step's results, on the run's device: ``logged`` [m + C] the task losses then every condition's
-    (the spec's order), detached; ``steps`` the chain states' step counts as device tensors (the one CUDA
+    (the spec's order), detached; ``G`` [m, p], or None for a summed step (`UpdateChain.update_summed`: the
+    weighted sum's gradient only); ``steps`` the chain states' step counts as device tensors (the one CUDA
     graph keeps them there), else None."""
 
     losses: Losses
     logged: torch.Tensor
-    G: torch.Tensor
+    G: torch.Tensor | None
     chain: ChainStep
     steps: dict[str, torch.Tensor] | None = None
 
@@ -138,6 +142,8 @@ class ExecutionPlan:
     engine: str | None = None
     hessian_steps: str | None = None
     header: str = ""
+    #: how the steps between validations run where they take one backward pass of the weighted sum, else None
+    summed_steps: str | None = None
 
     def describe(self, current: str | None = None) -> str:
         lines = [self.header] if self.header else []
@@ -148,6 +154,8 @@ class ExecutionPlan:
             lines.append(f"  not {name}: {why}")
         if self.hessian_steps:
             lines.append(f"  steps with a Hessian estimate: {self.hessian_steps}")
+        if self.summed_steps:
+            lines.append(f"  between validations: {self.summed_steps}")
         return "\n".join(lines)
 
 
@@ -168,9 +176,16 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     sets_note = "; rows stacked as stack = on does (sets: compiled steps only)" if stacking == "sets" else ""
     eager = Candidate(EAGER, f"losses and G by autograd, one backward pass per task; the chain eagerly{sets_note}")
     hessian = ("eager (the estimate needs double backward through the losses)" if chain.uses_hessian else None)
+    summed = None
+    if chain.sums_tasks and t.setting("diagnostics") == "validation":
+        summed = ("one backward pass of the weighted sum of the task losses, G and the conflict statistics at "
+                  "validation epochs only (surgery none, no alignment; train diagnostics = every: at every step)"
+                  + (f", and where {t.weights.name} measures G" if chain.weights.measures == "G" else "")
+                  + ("; a CUDA graph's steps form G at every step" if compile_setting == "graphs"
+                     and device.type == "cuda" else ""))
     if compile_setting == "off":
         return ExecutionPlan((eager,), (("compiled", "compile = off (the default)"),), header=header,
-                             hessian_steps=hessian)
+                             hessian_steps=hessian, summed_steps=summed)
     why_not = None
     if chain.weights.pointwise:
         why_not = (f"compile = {compile_setting}: weights {t.weights.name} updates its per-point weights from each "
@@ -183,7 +198,7 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
                    f"{type(problem.network(model)).__name__}; training eagerly with nested autograd")
     if why_not is not None:
         return ExecutionPlan((eager,), (("compiled", why_not),), notes=(why_not,), header=header,
-                             hessian_steps=hessian)
+                             hessian_steps=hessian, summed_steps=summed)
     cuda_graphs = device.type == "cuda" and compile_setting == "graphs"
     mode = "reduce-overhead" if cuda_graphs else "default"
     notes = []
@@ -217,7 +232,7 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     candidates.append(Candidate(EAGER, "losses and G eagerly by the forward engine (what a failed compile "
                                        f"falls back to: the same values){sets_note}"))
     return ExecutionPlan(tuple(candidates), tuple(not_taken), tuple(notes), mode=mode, engine="forward",
-                         hessian_steps=hessian, header=header)
+                         hessian_steps=hessian, header=header, summed_steps=summed)
 
 
 # ====================================================================== the strategies
@@ -227,19 +242,62 @@ class EagerStep:
     def __init__(self, ctx: StepContext, engine: str | None = None):
         self.ctx, self.engine = ctx, engine
 
-    def __call__(self, theta, points, state, queued, *, hessian_due: bool = False) -> StepOut:
+    def __call__(self, theta, points, state, queued, *, hessian_due: bool = False, summed: bool = False
+                 ) -> StepOut:
+        """``summed``: one backward pass of sum_i lambda_i L_i instead of G (a chain that `sums_tasks`)."""
         ctx = self.ctx
         losses = ctx.problem.losses(ctx.model, points, ctx.params, ctx.grouping, engine=self.engine,
                                     point_weights=ctx.point_weights)
-        G = loss_gradients(losses.task_list, ctx.theta, retain_graph=hessian_due)  # [m, p]
+        if summed:
+            g = loss_gradients([_weighted_sum(losses.task_list, state.weights)], ctx.theta,
+                               retain_graph=hessian_due)[0]  # [p]
+        else:
+            G = loss_gradients(losses.task_list, ctx.theta, retain_graph=hessian_due)  # [m, p]
         queued()
         hessian = None
         if hessian_due:  # the same probes on every rank: the sum of the estimates is the whole loss's
             hessian = hutchinson_diagonal(sum(losses.task_list), ctx.theta, generator=ctx.generator)
         logged = ctx.logged(losses)
+        if summed:
+            ctx.reduce(g, logged, hessian)
+            return StepOut(losses, logged, None, ctx.chain.update_summed(g, theta, state, hessian=hessian))
         ctx.reduce(G, logged, hessian)
         step = ctx.chain.update(G, theta, state, hessian=hessian, generator=ctx.generator)
         return StepOut(losses, logged, G, step)
+
+
+class SummedGraph:
+    """A summed step with the losses compiled: the task losses and the gradient of their weighted sum by one
+    compiled graph (`CompiledLosses.summed`: one pullback per point set), the chain's step eagerly."""
+
+    def __init__(self, ctx: StepContext, losses: CompiledLosses):
+        self.ctx, self.compiled_losses = ctx, losses
+        self.m = len(ctx.problem.grouping(ctx.grouping).tasks)
+
+    def __call__(self, theta, points, state, queued) -> StepOut | None:
+        """The step, or None where the network adds its own loss term (outside the compiled sets)."""
+        ctx = self.ctx
+        lam = state.weights.to(theta) if state.weights is not None else theta.new_ones(self.m)  # [m]
+        try:
+            out = self.compiled_losses.summed(points, ctx.params, ctx.grouping, theta, lam)
+        except torch._dynamo.exc.TorchDynamoException as err:
+            raise Demote("losses", f"the losses do not compile ({_reason(err)}); training eagerly") from None
+        if out is None:
+            return None
+        tasks, conditions, g = out  # [m], [C], [p]
+        queued()
+        losses = self.compiled_losses.fused(ctx.params, ctx.grouping).losses(tasks, conditions)
+        logged = ctx.logged(losses)
+        ctx.reduce(g, logged)
+        return StepOut(losses, logged, None, ctx.chain.update_summed(g, theta, state))
+
+
+def _weighted_sum(tasks: list[torch.Tensor], weights: torch.Tensor | None) -> torch.Tensor:
+    """sum_i lambda_i L_i (lambda = ``weights`` [m], or 1 without a weights stage)."""
+    if weights is None:
+        return sum(tasks)
+    lam = weights.to(tasks[0].dtype)  # [m]
+    return sum(lam[i] * task for i, task in enumerate(tasks))
 
 
 class TwoGraphs:
@@ -365,6 +423,7 @@ class Execution:
     _index: int = 0
     _losses: CompiledLosses | None = None
     _eager: EagerStep | None = None
+    _summed: SummedGraph | None = None
 
     def __post_init__(self):
         self._eager = EagerStep(self.ctx, self.plan.engine)
@@ -377,15 +436,29 @@ class Execution:
     def describe(self) -> str:
         return self.plan.describe(self.current)
 
-    def __call__(self, theta, points, state, queued, *, hessian_due: bool = False) -> StepOut:
-        if hessian_due:
-            return self._eager(theta, points, state, queued, hessian_due=True)
+    def __call__(self, theta, points, state, queued, *, hessian_due: bool = False, summed: bool = False
+                 ) -> StepOut:
+        """One step.  ``summed``: the update needs only the weighted sum of the task losses' gradients (a chain
+        that `sums_tasks`, on a step that logs no conflict statistics): one backward pass of that sum, by the
+        compiled losses where the strategy compiles them (`SummedGraph`), else eagerly; a CUDA-graph or group
+        strategy takes its full step."""
+        summed = summed and self.strategy.name in SUMMED_STRATEGIES
         while True:
+            if hessian_due or (summed and "losses" not in COMPILED_PARTS[self.strategy.name]):
+                return self._eager(theta, points, state, queued, hessian_due=hessian_due, summed=summed)
             try:
-                return self.strategy(theta, points, state, queued)
+                if not summed:
+                    return self.strategy(theta, points, state, queued)
+                out = self._summed_graph()(theta, points, state, queued)
+                return out if out is not None else self._eager(theta, points, state, queued, summed=True)
             except Demote as failure:
                 self.notice(failure.notice)
                 self._demote(failure.part)
+
+    def _summed_graph(self) -> SummedGraph:
+        if self._summed is None:
+            self._summed = SummedGraph(self.ctx, self.compiled_losses())
+        return self._summed
 
     def losses(self, points: Points, *, eager: bool = False) -> Losses:
         """The losses as the current strategy computes them (the compiled per-set units where it compiles the

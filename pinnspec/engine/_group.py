@@ -29,7 +29,7 @@ import torch
 from .._interrupts import install_sigint, restore_sigint
 from ..catalog import CHAIN_STATEMENTS
 from ..compiler import Losses, Points
-from ..lang._overrides import what_it_trains
+from ..lang import what_it_trains
 from ._compiled import BatchedGradients, FusedGradients
 from ._execute import BATCHED, BATCHED_CHAIN_EAGER, RECORDING_CALLS, Demote, TwoGraphs, _reason
 from ._results import Result

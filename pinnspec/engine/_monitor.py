@@ -133,9 +133,9 @@ class Monitor:
                         f"{'is' if one else 'are'} in no task: not evaluated, no loss logged", prefix=False)
 
     # ================================================================== divergence
-    def divergence(self, epoch: int, losses, G: torch.Tensor, p: torch.Tensor) -> str:
+    def divergence(self, epoch: int, losses, G: torch.Tensor | None, p: torch.Tensor) -> str:
         """What a non-finite first-order step says: the first task whose loss (naming its non-finite conditions)
-        or gradient is not finite, else the update."""
+        or gradient is not finite, else the update (G None: a summed step, without per-task gradients)."""
         at = f"training diverged at epoch {epoch + 1}"
         for i, label in enumerate(self.grouping.labels):
             if not torch.isfinite(losses.task_list[i]):
@@ -143,6 +143,8 @@ class Monitor:
                 where = f" (condition {', '.join(bad)})" if bad else ""
                 value = float(losses.task_list[i].detach())
                 return f"{at}: the loss of task {i} '{label}'{where} is {value}"
+        if G is None:  # a summed step
+            return f"{at}: the gradient of the weighted sum of the task losses, or the update p, is not finite"
         for i, label in enumerate(self.grouping.labels):
             if not torch.isfinite(G[i]).all():
                 return f"{at}: the gradient of task {i} '{label}' is not finite"

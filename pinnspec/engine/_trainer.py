@@ -155,6 +155,9 @@ class Trainer:
                               self.chain_generator, self.condition_names, f"{t.surgery}, {optimizer}, {t.align}",
                               self.distributed, point_weights=self._attend if self.chain.weights.pointwise else None)
         self.execution = Execution(self.plan, context, notice=self.monitor.notice)
+        #: whether steps that log no conflict statistics take one backward pass of the weighted sum (`train
+        #: diagnostics = validation`, the default, and a chain that needs no more: `UpdateChain.sums_tasks`)
+        self.sums = self.chain.sums_tasks and t.setting("diagnostics") == "validation"
         if not self.stages[k].second_order:
             for note in self.plan.notes:
                 self.monitor.notice(note, prefix=False)
@@ -252,7 +255,8 @@ class Trainer:
         self.chain_state = with_host_steps(out.chain.state, values.steps)
         if magnitudes is not None:
             self.chain_state = self.chain.reweighted(self.chain_state, magnitudes)
-        return self._row(epoch, lr, values, diagnosed=lr > 0)  # the zero-rate warmup step is not diagnosed
+        # the zero-rate warmup step and a summed step (no G) are not diagnosed
+        return self._row(epoch, lr, values, diagnosed=lr > 0 and out.G is not None)
 
     def launch_step(self, epoch: int) -> tuple:
         """The first half of a first-order step, up to its fetch: (points, rate, the execution's `StepOut`), the
@@ -261,8 +265,11 @@ class Trainer:
         start, stage = self.stage_starts[self.stage_index], self.stages[self.stage_index]
         lr = float(self.schedule(epoch - start, stage.epochs, self.chain.optimizer.lr))
         draw_ahead = lambda: self.points.draw_ahead(epoch, last=self.epochs, stage_starts=self.stage_starts)  # noqa: E731
+        # the conflict statistics (and G) on validation epochs, and where the weights stage measures G
+        summed = self.sums and not (self.monitor.validated(epoch, last=self.epochs, stage_starts=self.stage_starts)
+                                    or (self.chain.weights.measures == "G" and self.chain.weights.due(epoch)))
         out = self.execution(self.theta_flat(), points, self.chain_state, draw_ahead,
-                             hessian_due=self.chain.hessian_due(self.chain_state))
+                             hessian_due=self.chain.hessian_due(self.chain_state), summed=summed)
         return points, lr, out
 
     def _attend(self, condition: str, squares: torch.Tensor) -> torch.Tensor:

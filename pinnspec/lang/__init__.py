@@ -14,10 +14,14 @@ from .. import ir
 from ._ast import KEYWORDS, SpecFile, Span
 from ._diagnostics import Diagnostic, SpecError
 from ._lower import lower, spec_domain
+from ._overrides import STATEMENT_KEYS, apply_overrides, flag_text, set_text, what_it_trains
 from ._parser import build_parser, grammar_text, parse
+from ._show import format_ast, format_ir
 
 __all__ = ["Spec", "SpecError", "Diagnostic", "Span", "KEYWORDS", "load", "loads", "parse",
-           "grammar_text", "build_parser", "spec_domain"]
+           "grammar_text", "build_parser", "spec_domain", "apply_overrides", "what_it_trains", "STATEMENT_KEYS",
+           "flag_text", "set_text", "format_ast", "format_ir"]
+
 
 
 @dataclass(frozen=True)

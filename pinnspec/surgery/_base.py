@@ -40,6 +40,9 @@ class Surgery:
     #: update chain too and ``compile = graphs`` records it in a CUDA graph (tests/engine/test_compiled.py,
     #: tests/surgery/test_properties.py)
     compiles: ClassVar[bool] = False
+    #: whether a is the sum of G's rows, the gradient of the summed loss: then a step that needs no conflict
+    #: statistics takes that gradient by one backward pass, without forming G (`UpdateChain.sums_tasks`)
+    sums: ClassVar[bool] = False
 
     def init(self, num_losses: int, num_params: int, *, dtype: torch.dtype = torch.float32,
              device: torch.device | str | None = None):

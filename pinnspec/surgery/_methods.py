@@ -29,6 +29,7 @@ class Sum(Surgery):
     "Adam" control, Table 2)."""
 
     compiles = True
+    sums = True
 
     def direction(self, G, *, generator=None):
         return G.sum(dim=0)
