@@ -19,36 +19,12 @@ from .. import __version__
 from .._files import atomic_write_text
 from .._malloc import SETTINGS as MALLOC_SETTINGS
 from .._malloc import tune_allocator
-from ._args import nonnegative, positive
+from ._cli import BenchError, nonnegative, positive
 
-EXIT_OK, EXIT_USER = 0, 1
 SPEC_NAME = "burgers.pinn"
 #: Trainer.step never touches the test and validation points; fewer make the Trainer's setup
 #: (reference solutions by quadrature) take milliseconds instead of seconds
 STEP_ONLY_OVERRIDES = {"test": "100", "validate": "100 every 100"}
-
-
-class BenchError(Exception):
-    """A mistake in how the benchmark was called (printed without a traceback)."""
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # a bad command line is a user error: exit 1, as in pinnspec's CLI
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USER, f"{self.prog}: error: {message}\n")
-
-
-def run_main(parser: argparse.ArgumentParser, run, argv) -> int:
-    """Parse ``argv`` and call ``run(args)``; usage errors and BenchError -> exit 1."""
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a bad command line (1)
-        return int(exc.code or 0)
-    try:
-        return run(args)
-    except BenchError as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
-        return EXIT_USER
 
 
 def add_common_arguments(p: argparse.ArgumentParser, *, epochs: int, warmup: int) -> None:

@@ -17,14 +17,12 @@ import argparse
 import math
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import _paper
-from ._args import positive
+from ._cli import EXIT_OK, BenchError, Parser, positive, run_main
 
-EXIT_OK, EXIT_USER = 0, 1
 DEFAULT_PROBLEMS = ("burgers", "schrodinger")
 DEFAULT_GROUPINGS = ("two", "three")
 DEFAULT_EPOCHS = 200
@@ -33,23 +31,13 @@ SPECS_OWN = "the spec's own"
 VALIDATE = {"spec": None, "test": "test every 100"}
 
 
-class BenchError(Exception):
-    """A mistake in how the benchmark was called (printed without a traceback)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # a bad command line is a user error: exit 1, as in pinnspec's CLI
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USER, f"{self.prog}: error: {message}\n")
-
-
 # ====================================================================== arguments (shared with q2)
 def parser(prog: str, description: str, *, methods: tuple[str, ...], optimizers: tuple[str, ...],
            out_default: str, methods_help: str = "", optimizers_help: str = "") -> argparse.ArgumentParser:
     """The flags every paper benchmark takes (gum, q2, q3, q4, q5, q6): ``--problems``, ``--groupings``,
     ``--methods``, ``--optimizers``, ``--seeds``, ``--epochs``, ``--device``, ``--jobs``, ``--out`` ...
     An empty default (``()``) means the spec's own statement."""
-    p = _Parser(prog=prog, description=description)
+    p = Parser(prog=prog, description=description)
     p.add_argument("--problems", default=",".join(DEFAULT_PROBLEMS), metavar="LIST",
                    help=f"comma-separated spec names under specs/ (default {','.join(DEFAULT_PROBLEMS)}; "
                         f"the paper's: {','.join(_paper.PROBLEMS)})")
@@ -76,20 +64,6 @@ def parser(prog: str, description: str, *, methods: tuple[str, ...], optimizers:
                    help="the spec file of problem NAME (adds a problem or replaces specs/NAME.pinn); repeatable")
     p.add_argument("--out", metavar="DIR", default=out_default, help=f"output folder (default {out_default})")
     return p
-
-
-def run_main(p: argparse.ArgumentParser, run, argv) -> int:
-    from ..sweep import SweepError
-
-    try:
-        args = p.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a bad command line (1)
-        return int(exc.code or 0)
-    try:
-        return run(args)
-    except (BenchError, SweepError) as err:
-        print(f"{p.prog}: error: {err}", file=sys.stderr)
-        return EXIT_USER
 
 
 def names(text: str, what: str) -> list[str]:

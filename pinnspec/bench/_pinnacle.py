@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._args import positive
-from ._gum import BenchError, names, run_main, sci, seeds
+from ._cli import BenchError, Parser, positive, run_main
+from ._gum import names, sci, seeds
 
 #: the folder of the case specs, relative to a checkout (or to the working directory)
 CASES_DIR = os.path.join("benchmarks", "pinnacle", "cases")
@@ -83,11 +83,9 @@ COLUMNS = ["case", "pinnacle_name", "method", "runs", "completed", "stopped_at",
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ._gum import _Parser
-
-    p = _Parser(prog="pinnspec bench pinnacle",
-                description="PINNacle's cases trained by pinnspec; L2RE, L1RE and MSE next to PINNacle's "
-                            "published vanilla-PINN and best L2RE.")
+    p = Parser(prog="pinnspec bench pinnacle",
+               description="PINNacle's cases trained by pinnspec; L2RE, L1RE and MSE next to PINNacle's "
+                           "published vanilla-PINN and best L2RE.")
     p.add_argument("--cases", default="all", metavar="LIST",
                    help=f"'all' or comma-separated case names: {', '.join(CASES)}")
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS), metavar="LIST",
@@ -316,8 +314,7 @@ def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
 
 # ====================================================================== the run
 def _run(args) -> int:
-    from ..sweep import Sweep, run_sweeps
-    from ..sweep._plan import _slug
+    from ..sweep import Sweep, run_sweeps, slug
 
     chosen = case_names(args.cases)
     methods = names(args.methods, "--methods")
@@ -344,7 +341,7 @@ def _run(args) -> int:
         return found
 
     sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed=cell_settings(case, method),
-                    out=os.path.join(args.out, "runs", case, _slug(method))) for case, method in cells]
+                    out=os.path.join(args.out, "runs", case, slug(method))) for case, method in cells]
     started = time.perf_counter()
     if args.together and not args.table_only and args.compile not in ("on", "graphs"):
         raise BenchError("--together trains a case's methods as one compiled graph: give --compile on (or graphs "

@@ -39,8 +39,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 from . import _paper
-from ._args import positive
-from ._gum import (EXIT_OK, BenchError, base_name, cell, fixed_settings, panels, parser, run_main, selection,
+from ._cli import EXIT_OK, BenchError, positive
+from ._gum import (base_name, cell, fixed_settings, panels, parser, run_main, selection,
                    write_outputs)
 from ._q2 import gua_statement
 

@@ -28,7 +28,8 @@ import math
 import os
 
 from . import _paper
-from ._gum import (BenchError, Cell, base_name, chain, fixed_settings, panels, parser, pct, run_cells, run_main,
+from ._cli import BenchError
+from ._gum import (Cell, base_name, chain, fixed_settings, panels, parser, pct, run_cells, run_main,
                    sci, selection, split_grid, write_outputs)
 from ._q2 import gua_statement, improvement
 

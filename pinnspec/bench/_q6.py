@@ -34,7 +34,7 @@ paper's projection-solver appendix, "For CelebA settings with m > 8"; ``pinnspec
 Every configuration (m, method, optimizer, align, seed) runs in a fresh interpreter
 (``python -m pinnspec.bench._q6 --worker CONFIG_JSON``), ``--jobs`` at a time: its peak memory is
 its own -- ``torch.cuda.max_memory_allocated`` on CUDA, the RSS high-water mark on CPU (reset after
-setup, :mod:`pinnspec.bench._memory`).  Time per step is the median over the steps after the first
+setup, :mod:`pinnspec._rss`).  Time per step is the median over the steps after the first
 ``--warmup-steps``, timed around the step proper (batch, forward, G, surgery, proposal, alignment,
 apply); the per-step conflict diagnostics and the per-epoch test evaluation are outside the timed
 region.  On CUDA the table shows the wall clock (after a synchronisation); on CPU it shows the
@@ -57,9 +57,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
-from ._args import nonnegative, positive
-from ._gum import (EXIT_OK, EXIT_USER, BenchError, base_name, cell, names, panels, parser, pct, run_main, seeds,
-                   write_outputs)
+from ._cli import EXIT_OK, EXIT_USER, BenchError, nonnegative, positive, run_main
+from ._gum import base_name, cell, names, panels, parser, pct, seeds, write_outputs
 
 #: The paper's Q6 settings and findings, as data (``gradient-update-alignment.tex``).  The paper shows its
 #: per-m F1, time and memory only in a figure (fig:celeba_task_scaling); the numbers below are those its
@@ -387,7 +386,7 @@ def train_run(config: RunConfig, *, measure_memory: bool = False, data: Syntheti
     from .._malloc import tune_allocator
     from ..align import ENUMERATION_MAX_TASKS, conflicts
     from ._common import clock, median, quiet_gc, resolve_device
-    from ._memory import read_status, reset_peak
+    from .._rss import read_status, reset_peak
 
     if not 1 <= config.tasks <= ATTRIBUTES:
         raise BenchError(f"m = {config.tasks}: the data set has {ATTRIBUTES} attributes (1 <= m <= {ATTRIBUTES})")
@@ -595,12 +594,9 @@ def plan(args) -> list[RunConfig]:
     optimizers = [paper_optimizer(o) for o in names(args.optimizers, "--optimizers")]
     if parse_call(args.gua)[0] == "none":
         raise BenchError("--gua: the +GUA runs need an alignment other than none")
-    from ._common import BenchError as CommonError, resolve_device
+    from ._common import resolve_device
 
-    try:
-        device = str(resolve_device(args.device))
-    except CommonError as err:  # _common's own error class: run_main catches this module's
-        raise BenchError(str(err)) from None
+    device = str(resolve_device(args.device))
     threads = args.threads or 1  # a small MLP gains little from intra-op threads; on a busy CPU they make times swing
     common = dict(data_seed=args.data_seed, epochs=args.epochs, samples=args.samples, test_samples=args.test_samples,
                   features=args.features, width=args.width, depth=args.depth, batch_size=args.batch_size,

@@ -66,8 +66,9 @@ import time
 import numpy as np
 import torch
 
-from ._common import (EXIT_OK, BenchError, Parser, Table, add_common_arguments, clock, environment,
-                      environment_lines, find_spec, load_spec, median, ms, percent, quantile, quiet_gc, run_main,
+from ._cli import EXIT_OK, BenchError, Parser, run_main
+from ._common import (Table, add_common_arguments, clock, environment,
+                      environment_lines, find_spec, load_spec, median, ms, percent, quantile, quiet_gc,
                       setup, write_csv, write_markdown)
 from ._handwritten import HandWrittenBurgers
 from ._profile import STAGES, profile_pair, torch_profile
@@ -579,7 +580,7 @@ def measure_memory(who: str, config: dict) -> dict:
 def memory_probe(config: dict) -> dict:
     """Inside the subprocess: build one contender, reset the RSS high-water mark, run epochs."""
     from .._malloc import tune_allocator
-    from ._memory import read_status, reset_peak
+    from .._rss import read_status, reset_peak
 
     tune_allocator()
     torch.set_num_threads(int(config["threads"]))
@@ -631,7 +632,7 @@ def compiler_footprint(device: torch.device) -> dict:
     """Inside the subprocess: the RSS that torch.compile itself adds to a process (dynamo, inductor,
     their caches and a compiled forward + backward of one tiny layer): carried by any compiled process,
     whatever its size, and part of a compiled contender's RSS."""
-    from ._memory import read_status
+    from .._rss import read_status
 
     before = read_status()["VmRSS"]
     layer = torch.compile(lambda x, w: torch.tanh(x @ w).sum(), fullgraph=True)
