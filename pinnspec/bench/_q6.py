@@ -11,10 +11,10 @@ tasks compete for a shared representation.
 
 The model (:class:`MultiTaskMLP`) is a shared trunk MLP (``--depth`` ReLU layers of ``--width``,
 standing in for the paper's convolutional backbone and its two fully connected layers) and m
-task-specific linear heads; each task's loss is binary cross-entropy.  One step, as the appendix
-describes ("GUA is applied to the same shared parameters after task-gradient aggregation and
-optimizer proposal. The task-specific classification heads are updated by the native optimizer
-but are not modified by GUA"):
+task-specific linear heads; each task's loss is binary cross-entropy.  One step
+(:class:`pinnspec.engine.MultiTaskOptimizer`), as the appendix describes ("GUA is applied to the same
+shared parameters after task-gradient aggregation and optimizer proposal. The task-specific
+classification heads are updated by the native optimizer but are not modified by GUA"):
 
     L = BCE per task on a batch                               [m]
     G_all = loss_gradients(L, shared + heads)                 [m, p_s + p_h]   (m backward passes)
@@ -213,12 +213,10 @@ def task_gradients(model: MultiTaskMLP, x, y):
     the m rows gives each head its own task's gradient)."""
     import torch
 
-    from ..engine import loss_gradients
+    from ..engine import multitask_gradients
 
     losses = task_losses(model, x, y)
-    G_all = loss_gradients(losses, model.params)  # [m, p_s + p_h]
-    G = G_all[:, : model.shared_numel]  # [m, p_s]
-    g_heads = G_all[:, model.shared_numel:].sum(dim=0)  # [p_h]
+    G, g_heads = multitask_gradients(losses, model.shared, model.heads)  # [m, p_s], [p_h]
     return G, g_heads, torch.stack([loss.detach() for loss in losses])
 
 
@@ -236,21 +234,6 @@ def f1_per_task(model: MultiTaskMLP, x, y):
     fn = (~predicted & truth).sum(dim=0).double()
     denominator = 2 * tp + fp + fn
     return torch.where(denominator > 0, 2 * tp / denominator.clamp_min(1), torch.zeros_like(tp)).cpu()
-
-
-def _apply(tensors, update, lr: float) -> None:
-    """theta <- theta - lr * update (the flat update split over the tensors)."""
-    import torch
-
-    with torch.no_grad():
-        for t, piece in zip(tensors, update.split([t.numel() for t in tensors])):
-            t.add_(piece.view_as(t), alpha=-lr)
-
-
-def _flat(tensors):
-    import torch
-
-    return torch.cat([t.detach().reshape(-1) for t in tensors])  # [p]
 
 
 # ====================================================================== one run
@@ -332,46 +315,28 @@ def build_chain(config: RunConfig):
     return chain
 
 
-@dataclass
-class StepRecord:
-    """What one step computed (all detached): the diagnostics' inputs."""
-
-    G: "torch.Tensor"  # [m, p_s]  loss-specific gradients w.r.t. the shared parameters
-    a: "torch.Tensor"  # [p_s]     constructed direction (surgery)
-    u: "torch.Tensor"  # [p_s]     optimizer proposal
-    p: "torch.Tensor"  # [p_s]     aligned update (p = u without alignment)
-    losses: "torch.Tensor"  # [m]
-
-
 class MultiTaskTraining:
-    """The update chain of one configuration on a :class:`MultiTaskMLP` (the module docstring's step):
-    surgery, proposal and alignment on the shared parameters, the optimizer's plain proposal on the heads
-    (app:mtl_details).  Built from the registries as ``pinnspec.engine.Trainer`` builds its stages."""
+    """One configuration's :class:`MultiTaskMLP` and its :class:`pinnspec.engine.MultiTaskOptimizer` (the
+    module docstring's step): surgery, proposal and alignment on the shared parameters, the optimizer's plain
+    proposal on the heads (app:mtl_details), at the optimizer's constant lr (the paper's table names no
+    schedule)."""
 
     def __init__(self, config: RunConfig, *, device):
         import torch
 
-        self.chain = build_chain(config)
-        self.optimizer, self.aligned = self.chain.optimizer, self.chain.aligned
+        from ..engine import MultiTaskOptimizer
+
+        chain = build_chain(config)
         init = torch.Generator().manual_seed(config.seed)  # CPU: the same network on every device
         self.model = MultiTaskMLP(config.features, config.width, config.depth, config.tasks, generator=init,
                                   device=device, dtype=torch.float32)
-        self.chain_generator = torch.Generator().manual_seed(config.seed + 2)  # PCGrad orders (ConFIG: none)
-        shared, heads = self.model.shared, self.model.heads
-        self.shared_state = self.chain.init(_flat(shared), [tuple(t.shape) for t in shared], config.tasks)
-        self.heads_state = self.optimizer.init(_flat(heads), [tuple(t.shape) for t in heads])
-        self.lr = float(self.optimizer.lr)  # constant: the paper's table names no schedule
+        self.optimizer = MultiTaskOptimizer(chain, self.model.shared, self.model.heads, tasks=config.tasks,
+                                            generator=torch.Generator().manual_seed(config.seed + 2))  # PCGrad orders
+        self.aligned = chain.aligned
 
-    def step(self, x, y) -> StepRecord:
-        """One step on the batch (x [B, d], y [B, m])."""
-        G, g_heads, losses = task_gradients(self.model, x, y)  # [m, p_s], [p_h], [m]
-        theta = _flat(self.model.shared)  # [p_s]
-        step = self.chain.update(G, theta, self.shared_state, generator=self.chain_generator)  # [p_s]
-        u_heads, heads_state = self.optimizer.propose(g_heads, self.heads_state, params=_flat(self.model.heads))
-        _apply(self.model.shared, step.p, self.lr)
-        _apply(self.model.heads, u_heads, self.lr)
-        self.shared_state, self.heads_state = step.state, heads_state
-        return StepRecord(G, step.a, step.u, step.p, losses)
+    def step(self, x, y):
+        """One step on the batch (x [B, d], y [B, m]): a ``pinnspec.engine.MultiTaskStep``."""
+        return self.optimizer.step(lambda: task_losses(self.model, x, y))
 
 
 def train_run(config: RunConfig, *, measure_memory: bool = False, data: SyntheticData | None = None) -> dict:

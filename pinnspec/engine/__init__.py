@@ -11,11 +11,13 @@ from ._chain import ChainState, ChainStep, Checks, UpdateChain
 from ._execute import Execution, ExecutionPlan, plan_execution
 from ._gradients import loss_gradients
 from ._group import RunGroup, group_blocker
+from ._multitask import MultiTaskOptimizer, MultiTaskStep, multitask_gradients
 from ._trainer import Result, Trainer, TrainingDiverged, describe_execution, resolve_device
 
 __all__ = ["train", "resume", "load_run", "run_spec", "Result", "Trainer", "TrainingDiverged", "loss_gradients",
            "resolve_device", "UpdateChain", "ChainState", "ChainStep", "Checks", "Execution", "ExecutionPlan",
-           "plan_execution", "describe_execution", "RunGroup", "group_blocker"]
+           "plan_execution", "describe_execution", "RunGroup", "group_blocker", "MultiTaskOptimizer", "MultiTaskStep",
+           "multitask_gradients"]
 
 
 def _as_spec(spec):
