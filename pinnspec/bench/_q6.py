@@ -57,27 +57,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+from . import _paper
 from ._cli import EXIT_OK, EXIT_USER, BenchError, nonnegative, positive, run_main
 from ._gum import base_name, cell, names, panels, parser, pct, seeds, write_outputs
 
-#: The paper's Q6 settings and findings, as data (``gradient-update-alignment.tex``).  The paper shows its
-#: per-m F1, time and memory only in a figure (fig:celeba_task_scaling); the numbers below are those its
-#: text and Table tab:celeba_training_settings state.
-PAPER_Q6 = {
-    "task_counts": {"value": (2, 3, 5, 10, 20, 30, 40), "source": "paper line 2677 (tab:celeba_training_settings)"},
-    "epochs": {"value": 15, "source": "paper line 2680 (tab:celeba_training_settings)"},
-    "batch_size": {"value": 256, "source": "paper line 2681 (tab:celeba_training_settings)"},
-    "optimizer": {"value": "adam", "source": "paper line 2682 (tab:celeba_training_settings)"},
-    "lr": {"value": 3e-4, "source": "paper line 2683 (tab:celeba_training_settings)"},
-    "seeds": {"value": (0, 1, 2), "source": "paper lines 2663-2664 (app:mtl_details)"},
-    # "improving the F1 in six of seven settings and achieving comparable performance at 20 tasks"
-    "f1_improved_settings": {"value": (6, 7), "source": "paper lines 722-724"},
-    "f1_comparable_at": {"value": 20, "source": "paper line 724"},
-    # "The additional memory cost remains small ..., reaching only 4.2% at 40 tasks"
-    "memory_overhead_pct": {"value": {40: 4.2}, "source": "paper lines 725-726"},
-    # "while training-time overhead becomes more pronounced for larger task counts"
-    "time_overhead": {"value": "more pronounced for larger task counts", "source": "paper lines 726-727"},
-}
+#: The paper's Q6 settings and findings (``pinnspec/bench/paper/findings.json``): its per-m F1, time and memory
+#: are in a figure only (fig:celeba_task_scaling); these are the numbers its text and Table
+#: tab:celeba_training_settings state.
+PAPER_Q6 = _paper.Q6
 
 ATTRIBUTES = 40  # CelebA's binary attributes (paper line 2677)
 LATENT = 12  # latent factors behind the generated attributes
