@@ -20,6 +20,7 @@ from .._files import atomic_write_text
 from .._malloc import SETTINGS as MALLOC_SETTINGS
 from .._malloc import tune_allocator
 from ._cli import BenchError, nonnegative, positive
+from ._report import markdown_table
 
 SPEC_NAME = "burgers.pinn"
 #: Trainer.step never touches the test and validation points; fewer make the Trainer's setup
@@ -219,10 +220,7 @@ class Table:
 
     def markdown(self) -> str:
         out = [f"**{self.title}**", ""] if self.title else []
-        out.append("| " + " | ".join(self.columns) + " |")
-        out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(self.columns))) + "|")
-        out += ["| " + " | ".join(r) + " |" for r in self.rows]
-        return "\n".join(out)
+        return "\n".join(out + markdown_table(self.columns, self.rows))
 
 
 def write_csv(path: str | os.PathLike, columns: list[str], rows: list[dict]) -> None:

@@ -101,6 +101,11 @@ LABELS = {"sgd": "SGD", "msgd": "M-SGD", "rmsprop": "RMSProp", "adam": "Adam", "
           "beltrami": "Beltrami", "poisson5d": "Poisson-5D", "two": "2-loss", "three": "3-loss"}
 
 
+def setting_label(problem: str, grouping: str) -> str:
+    """``Burgers, 3-loss``: a (problem, grouping) setting as the paper names it."""
+    return f"{LABELS.get(problem, problem)}, {LABELS.get(grouping, grouping)}"
+
+
 #: The optimizer statement gum runs for a bare name: the paper's default learning rate for every optimizer
 #: ("100-epoch warmup, then cosine decay from 1e-3 to 1e-4", Table tab:global_training_settings, line 1706;
 #: the spec's warmup_cosine schedule supplies the warmup and the 1e-4 floor) with each optimizer's own

@@ -38,7 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from ._cli import BenchError, Parser, positive, run_main
-from ._gum import names, sci, seeds
+from ._paper_runs import names, seeds
+from ._report import markdown_table, sci, write_outputs
 
 #: the folder of the case specs, relative to a checkout (or to the working directory)
 CASES_DIR = os.path.join("benchmarks", "pinnacle", "cases")
@@ -379,7 +380,7 @@ def _run(args) -> int:
                   "table_only": bool(args.table_only)}
     best = {case: best_settings(folder, case) for case in chosen} if BEST in methods else None
     text = markdown(rows, args, seed_list, throughput, best)
-    paths = write(args.out, text, rows)
+    paths = write_outputs(args.out, "pinnacle", text, COLUMNS, rows)
     plots = [plot_case(case, methods, per_run, os.path.join(args.out, "plots", f"{case}.png")) for case in chosen]
     print(text)
     print(f"wrote {paths['markdown']}, {paths['csv']} and {sum(p is not None for p in plots)} plot(s) in "
@@ -453,31 +454,22 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              "sample std over the completed seeds (where none completed: over the runs stopped early, at the "
              "epochs they reached, '0/1, at E').  PINNacle: Table 3 of Hao et al. (arXiv:2306.08827), mean L2RE "
              "after 20,000 iterations; best = the smallest of its methods.", "",
-             _throughput_line(throughput), *filter(None, [_execution_line(rows)]), "",
-             "| case | method | runs | L2RE | L1RE | MSE | epochs/s (one run) | PINNacle vanilla | PINNacle best |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             _throughput_line(throughput), *filter(None, [_execution_line(rows)]), ""]
+    cells = []
     for r in rows:
         speed = "-" if r["epochs_per_s_mean"] is None else f"{r['epochs_per_s_mean']:.1f}"
         at = f", at {r['stopped_at'].replace(',', '/')}" if r["stopped_at"] else ""
-        lines.append(f"| {r['pinnacle_name']} | {r['method']} | {r['completed']}/{r['runs']}{at} | "
-                     f"{sci(r['l2re_mean'], r['l2re_std'])} | {sci(r['l1re_mean'], r['l1re_std'])} | "
-                     f"{sci(r['mse_mean'], r['mse_std'])} | {speed} | {r['pinnacle_vanilla']:.2e} | "
-                     f"{r['pinnacle_best']:.2e} ({r['pinnacle_best_method']}) |")
+        cells.append([r["pinnacle_name"], r["method"], f"{r['completed']}/{r['runs']}{at}",
+                      sci(r["l2re_mean"], r["l2re_std"]), sci(r["l1re_mean"], r["l1re_std"]),
+                      sci(r["mse_mean"], r["mse_std"]), speed, f"{r['pinnacle_vanilla']:.2e}",
+                      f"{r['pinnacle_best']:.2e} ({r['pinnacle_best_method']})"])
+    lines += markdown_table(["case", "method", "runs", "L2RE", "L1RE", "MSE", "epochs/s (one run)", "PINNacle vanilla",
+                             "PINNacle best"], cells, left=2)
     if best:
         lines += ["", "`best`: each case's spec with these settings (benchmarks/pinnacle/best/CASE.set):", ""]
         lines += [f"- {CASES[case].label}: " + "; ".join(f"`{k} = {v}`" for k, v in settings.items())
                   for case, settings in best.items()]
     return "\n".join(lines) + "\n"
-
-
-def write(out: str, text: str, rows: list[dict]) -> dict:
-    from .._files import atomic_write_text, write_csv
-
-    paths = {"markdown": os.path.join(out, "pinnacle.md"), "csv": os.path.join(out, "pinnacle.csv")}
-    os.makedirs(out, exist_ok=True)
-    atomic_write_text(paths["markdown"], text)
-    write_csv(paths["csv"], COLUMNS, rows)
-    return paths
 
 
 def plot_case(case: str, methods: list[str], per_run: dict, path: str) -> str | None:

@@ -59,7 +59,8 @@ from dataclasses import asdict, dataclass
 
 from . import _paper
 from ._cli import EXIT_OK, EXIT_USER, BenchError, nonnegative, positive, run_main
-from ._gum import base_name, cell, names, panels, parser, pct, seeds, write_outputs
+from ._paper_runs import base_name, names, parser, seeds
+from ._report import cell, markdown_table, panel_figure, pct, write_outputs
 
 #: The paper's Q6 settings and findings (``pinnspec/bench/paper/findings.json``): its per-m F1, time and memory
 #: are in a figure only (fig:celeba_task_scaling); these are the numbers its text and Table
@@ -719,25 +720,24 @@ def markdown(rows: list[dict], args, configs: list[RunConfig], jobs: int) -> str
              f"more memory at m = 40 ({PAPER_Q6['memory_overhead_pct']['source']}).", ""]
     several = len({(r["method"], r["optimizer"]) for r in rows}) > 1
     time_key, time_ratio = ("step_ms", "time_ratio") if cuda else ("step_cpu_ms", "cpu_time_ratio")
-    head = "| m | " + ("method / optimizer | " if several else "") + (
-        "F1 ConFIG | F1 +GUA | ΔF1 | ms/step ConFIG | ms/step +GUA | time × | " + ("" if cuda else "wall × | ") +
-        "peak MiB ConFIG | peak MiB +GUA | "
-        "memory × | " + ("" if cuda else "growth MiB ConFIG→+GUA | ") +
-        "R_g | R_u ConFIG | R_u +GUA | R_p +GUA | projected | paper F1 | paper memory |")
-    lines += [head, "|" + "|".join("---:" for _ in range(head.count("|") - 1)) + "|"]
+    columns = ["m"] + (["method / optimizer"] if several else []) + [
+        "F1 ConFIG", "F1 +GUA", "ΔF1", "ms/step ConFIG", "ms/step +GUA", "time ×"] + ([] if cuda else ["wall ×"]) + [
+        "peak MiB ConFIG", "peak MiB +GUA", "memory ×"] + ([] if cuda else ["growth MiB ConFIG→+GUA"]) + [
+        "R_g", "R_u ConFIG", "R_u +GUA", "R_p +GUA", "projected", "paper F1", "paper memory"]
+    cells = []
     for r in rows:
-        who = f"{r['method']} / {r['optimizer']} | " if several else ""
-        growth = "" if cuda else f"{cell(r['base_growth_mib'])}→{cell(r['gua_growth_mib'])} | "
-        wall = "" if cuda else f"{_x(r['time_ratio'])} | "
         memory = "-" if r["paper_memory_overhead_pct"] is None else f"+{r['paper_memory_overhead_pct']:.1f} %"
         delta = "-" if r["delta_f1"] is None else f"{r['delta_f1']:+.4f}"
-        lines.append(
-            f"| {r['m']} | {who}{_f1(r['base_f1_mean'], r['base_f1_std'])} | {_f1(r['gua_f1_mean'], r['gua_f1_std'])} "
-            f"| {delta} | {cell(r[f'base_{time_key}'], 2)} | {cell(r[f'gua_{time_key}'], 2)} | {_x(r[time_ratio])} | "
-            f"{wall}"
-            f"{cell(r['base_peak_mib'])} | {cell(r['gua_peak_mib'])} | {_x(r['memory_ratio'])} | {growth}"
-            f"{cell(r['base_R_g'])} | {cell(r['base_R_u'])} | {cell(r['gua_R_u'])} | {cell(r['gua_R_p'])} | "
-            f"{cell(r['gua_projected'])} | {r['paper_f1']} | {memory} |")
+        cells.append(
+            [r["m"]] + ([f"{r['method']} / {r['optimizer']}"] if several else []) +
+            [_f1(r["base_f1_mean"], r["base_f1_std"]), _f1(r["gua_f1_mean"], r["gua_f1_std"]), delta,
+             cell(r[f"base_{time_key}"], 2), cell(r[f"gua_{time_key}"], 2), _x(r[time_ratio])] +
+            ([] if cuda else [_x(r["time_ratio"])]) +
+            [cell(r["base_peak_mib"]), cell(r["gua_peak_mib"]), _x(r["memory_ratio"])] +
+            ([] if cuda else [f"{cell(r['base_growth_mib'])}→{cell(r['gua_growth_mib'])}"]) +
+            [cell(r["base_R_g"]), cell(r["base_R_u"]), cell(r["gua_R_u"]), cell(r["gua_R_p"]),
+             cell(r["gua_projected"]), r["paper_f1"], memory])
+    lines += markdown_table(columns, cells, left=0)
     solvers = sorted({(r["m"], r["solver"]) for r in rows if r["solver"]})
     if solvers:
         lines += ["", "GUA's dual solver per m: " + ", ".join(f"m = {m}: {s}" for m, s in solvers)
@@ -749,35 +749,43 @@ def figure(rows: list[dict], cuda: bool = False):
     """Four panels against m: mean F1, time per step (CPU time on CPU, wall clock on CUDA), peak memory
     (ConFIG and +GUA), and R_u / R_p."""
     time_key = "step_ms" if cuda else "step_cpu_ms"
-    fig, axes = panels(4, width=3.6)
     pairs = list(dict.fromkeys((r["method"], r["optimizer"]) for r in rows))
     colors = {"base": "tab:gray", "gua": "tab:red"}
-    for method, optimizer in pairs:
-        mine = sorted((r for r in rows if (r["method"], r["optimizer"]) == (method, optimizer)), key=lambda r: r["m"])
-        label = "" if len(pairs) == 1 else f" ({base_name(method)}/{base_name(optimizer)})"
-        for prefix, name in (("base", "ConFIG"), ("gua", "+GUA")):
-            points = [(r["m"], r[f"{prefix}_f1_mean"], r[f"{prefix}_f1_std"]) for r in mine
-                      if r[f"{prefix}_f1_mean"] is not None]
-            if points:
-                xs, ys, es = zip(*points)
-                axes[0].errorbar(xs, ys, yerr=es, marker="o", color=colors[prefix], capsize=3, label=name + label)
-            for ax, key in ((axes[1], time_key), (axes[2], "peak_mib")):
-                points = [(r["m"], r[f"{prefix}_{key}"]) for r in mine if r[f"{prefix}_{key}"] is not None]
-                if points:
-                    ax.plot(*zip(*points), marker="o", color=colors[prefix], label=name + label)
-        for key, color, name in (("base_R_u", "tab:green", "R_u ConFIG"), ("gua_R_u", "tab:olive", "R_u +GUA"),
-                                 ("gua_R_p", "tab:red", "R_p +GUA")):
-            points = [(r["m"], r[key]) for r in mine if r[key] is not None]
-            if points:
-                axes[3].plot(*zip(*points), marker="o", color=color, label=name + label)
-    titles = ("mean F1 (test) ↑", f"{'' if cuda else 'CPU '}time per step (ms) ↓", "peak memory (MiB) ↓", "conflict rates (%)")
-    for ax, title in zip(axes, titles):
+    arms = (("base", "ConFIG"), ("gua", "+GUA"))
+
+    def draw(ax, panel):
+        what, title = panel
+        for method, optimizer in pairs:
+            mine = sorted((r for r in rows if (r["method"], r["optimizer"]) == (method, optimizer)),
+                          key=lambda r: r["m"])
+            label = "" if len(pairs) == 1 else f" ({base_name(method)}/{base_name(optimizer)})"
+            if what == "f1":
+                for prefix, name in arms:
+                    points = [(r["m"], r[f"{prefix}_f1_mean"], r[f"{prefix}_f1_std"]) for r in mine
+                              if r[f"{prefix}_f1_mean"] is not None]
+                    if points:
+                        xs, ys, es = zip(*points)
+                        ax.errorbar(xs, ys, yerr=es, marker="o", color=colors[prefix], capsize=3, label=name + label)
+            elif what == "rates":
+                for key, color, name in (("base_R_u", "tab:green", "R_u ConFIG"), ("gua_R_u", "tab:olive", "R_u +GUA"),
+                                         ("gua_R_p", "tab:red", "R_p +GUA")):
+                    points = [(r["m"], r[key]) for r in mine if r[key] is not None]
+                    if points:
+                        ax.plot(*zip(*points), marker="o", color=color, label=name + label)
+            else:  # a cost: time per step or peak memory
+                for prefix, name in arms:
+                    points = [(r["m"], r[f"{prefix}_{what}"]) for r in mine if r[f"{prefix}_{what}"] is not None]
+                    if points:
+                        ax.plot(*zip(*points), marker="o", color=colors[prefix], label=name + label)
         ax.set_xlabel("number of tasks m")
         ax.set_title(title, fontsize=9)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6)
-    axes[3].set_ylim(-5, 105)
-    return fig
+        if what == "rates":
+            ax.set_ylim(-5, 105)
+
+    return panel_figure([("f1", "mean F1 (test) ↑"), (time_key, f"{'' if cuda else 'CPU '}time per step (ms) ↓"),
+                         ("peak_mib", "peak memory (MiB) ↓"), ("rates", "conflict rates (%)")], draw, width=3.6)
 
 
 if __name__ == "__main__":
