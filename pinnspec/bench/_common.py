@@ -9,6 +9,7 @@ import io
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -74,11 +75,14 @@ def _busy_hint(device: torch.device) -> None:
 
 
 def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise BenchError("--device cuda was asked for, but torch sees no CUDA device (use --device cpu or auto)")
-    return torch.device(name)
+    """``--device NAME`` (cpu, cuda, auto) as ``pinnspec.engine.resolve_device`` resolves it; a CUDA device
+    asked for where there is none is a BenchError."""
+    from ..engine import resolve_device as engine_device
+
+    try:
+        return engine_device(name)
+    except ValueError as err:  # "device cuda was asked for, but ...": the flag is --device
+        raise BenchError(f"--{err}") from None
 
 
 def allocator_text(state: dict) -> str:
@@ -134,6 +138,17 @@ def environment_lines(env: dict) -> list[str]:
         f"(interop {env['interop_threads']}), {env['cpus']} CPUs, load average {env['load_average']} at start",
         f"allocator: {env['allocator']}",
     ]
+
+
+# ====================================================================== subprocesses
+def run_fresh(module: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``python -m MODULE ARGV`` in a fresh interpreter (so that its peak memory is its own), with this
+    checkout's pinnspec first on PYTHONPATH and ``env`` added to the environment; its output as text."""
+    environ = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    environ["PYTHONPATH"] = root + (os.pathsep + environ["PYTHONPATH"] if environ.get("PYTHONPATH") else "")
+    environ.update(env or {})
+    return subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, env=environ)
 
 
 # ====================================================================== timing

@@ -148,7 +148,7 @@ def probe_step(trainer, epoch: int, *, eps: float = W_EPS) -> ProbeSample | None
             hessian = hutchinson_diagonal(sum(losses.task_list), trainer.theta, generator=trainer.chain_generator)
         base = torch.stack([loss.detach() for loss in losses.task_list]).to(torch.float64)  # [m]  L_i(theta_t)
         del losses
-        theta = trainer._theta_flat()  # [p]
+        theta = torch.cat([t.detach().reshape(-1) for t in trainer.theta])  # [p], as the step flattens it
         step = trainer.chain.update(G, theta, trainer.state, hessian=hessian, generator=trainer.chain_generator)
         u, p = step.u, step.p  # [p], [p]
         if not (torch.isfinite(base).all() and torch.isfinite(G).all() and torch.isfinite(p).all()):

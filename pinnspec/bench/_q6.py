@@ -51,7 +51,6 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -434,13 +433,11 @@ def train_run(config: RunConfig, *, measure_memory: bool = False, data: Syntheti
 # ====================================================================== workers
 def run_worker(config: RunConfig) -> dict:
     """``train_run`` in a fresh interpreter (its peak memory is its own); the worker's JSON result."""
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["OMP_NUM_THREADS"] = str(config.threads)
-    command = [sys.executable, "-m", "pinnspec.bench._q6", "--worker", json.dumps(asdict(config))]
+    from ._common import run_fresh
+
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    done = run_fresh("pinnspec.bench._q6", ["--worker", json.dumps(asdict(config))],
+                     {"OMP_NUM_THREADS": str(config.threads)})
     if done.returncode != 0:
         lines = done.stdout.strip().splitlines()
         try:
