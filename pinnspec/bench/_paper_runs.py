@@ -4,6 +4,7 @@ problems' spec files, and the sweeps they run, one per (problem, grouping[, ...]
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -155,6 +156,21 @@ def run_cells(cells: list[Cell], seed_list: list[int], args) -> tuple[list[list[
     reports = run_sweeps(sweeps, jobs=args.jobs, threads=args.threads,
                          fresh_processes=getattr(args, "fresh_processes", False))
     return [r.table for r in reports], max((r.exit_code for r in reports), default=EXIT_OK)
+
+
+def gua_statement(spec_path: str) -> str:
+    """The spec's own ``align`` value when it is a GUA one (keeps the paper's rho per PDE), else ``gua``."""
+    with open(spec_path, encoding="utf-8") as fh:
+        text = fh.read()
+    m = re.search(r"^[ \t]*align[ \t]+(gua\b[^#\n]*)", text, flags=re.MULTILINE)
+    return m.group(1).strip() if m else "gua"
+
+
+def improvement(base: float | None, gua: float | None) -> float | None:
+    """Imp. % = 100 (1 - E_GUA / E_base)."""
+    if base is None or gua is None or not (math.isfinite(base) and math.isfinite(gua)) or base == 0:
+        return None
+    return 100.0 * (1.0 - gua / base)
 
 
 def base_name(value: str) -> str:

@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 
 from . import _paper
 from ._cli import run_main
-from ._paper_runs import Cell, base_name, fixed_settings, parser, run_cells, selection
+from ._paper_runs import Cell, base_name, fixed_settings, gua_statement, improvement, parser, run_cells, selection
 from ._report import chain, grouped, markdown_table, panel_figure, pct, sci, write_outputs
 
 ALIGNS = ("none", "gua")
@@ -36,21 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     return run_main(build_parser(), _run, argv)
-
-
-def gua_statement(spec_path: str) -> str:
-    """The spec's own ``align`` value when it is a GUA one (keeps the paper's rho per PDE), else ``gua``."""
-    with open(spec_path, encoding="utf-8") as fh:
-        text = fh.read()
-    m = re.search(r"^[ \t]*align[ \t]+(gua\b[^#\n]*)", text, flags=re.MULTILINE)
-    return m.group(1).strip() if m else "gua"
-
-
-def improvement(base: float | None, gua: float | None) -> float | None:
-    """Imp. % = 100 (1 - E_GUA / E_base)."""
-    if base is None or gua is None or not (math.isfinite(base) and math.isfinite(gua)) or base == 0:
-        return None
-    return 100.0 * (1.0 - gua / base)
 
 
 def _run(args) -> int:

@@ -40,9 +40,8 @@ from dataclasses import asdict, dataclass, field
 
 from . import _paper
 from ._cli import EXIT_OK, BenchError, positive, run_main
-from ._paper_runs import base_name, fixed_settings, parser, selection
+from ._paper_runs import base_name, fixed_settings, gua_statement, parser, selection
 from ._report import cell, markdown_table, panel_figure, write_outputs
-from ._q2 import gua_statement
 
 #: epsilon of the denominator |L_i(theta)| + eps of W_rel (the paper names eps but gives no value; this one
 #: matters only for a loss within ~1e-12 of zero)

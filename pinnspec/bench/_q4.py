@@ -29,8 +29,8 @@ import os
 
 from . import _paper
 from ._cli import BenchError, run_main
-from ._paper_runs import Cell, base_name, fixed_settings, parser, run_cells, selection, split_grid
-from ._q2 import gua_statement, improvement
+from ._paper_runs import (Cell, base_name, fixed_settings, gua_statement, improvement, parser, run_cells, selection,
+                          split_grid)
 from ._report import chain, grouped, markdown_table, panel_figure, pct, sci, write_outputs
 
 #: variant -> (label, (rho_m, rho_v) or None: the spec's own soft statement); "none" is no GUA at all

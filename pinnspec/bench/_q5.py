@@ -25,8 +25,7 @@ import os
 
 from . import _paper
 from ._cli import run_main
-from ._paper_runs import Cell, base_name, fixed_settings, parser, run_cells, selection, split_grid
-from ._q2 import gua_statement
+from ._paper_runs import Cell, base_name, fixed_settings, gua_statement, parser, run_cells, selection, split_grid
 from ._report import markdown_table, panel_figure, sci, write_outputs
 
 #: What the paper says of Q5 (Figure fig:overhead has no published numbers).
