@@ -39,7 +39,7 @@ import numpy as np
 
 from ._cli import BenchError, Parser, positive, run_main
 from ._paper_runs import names, seeds
-from ._report import markdown_table, sci, write_outputs
+from ._report import markdown_table, panel_figure, sci, write_figure, write_outputs
 
 #: the folder of the case specs, relative to a checkout (or to the working directory)
 CASES_DIR = os.path.join("benchmarks", "pinnacle", "cases")
@@ -476,8 +476,6 @@ def plot_case(case: str, methods: list[str], per_run: dict, path: str) -> str | 
     """Prediction, reference and |error| of each method's first completed seed, one row per (method, output),
     over the first two coordinates; the test points of a slice where the others take their last value on a
     grid (the final time), else all of them projected.  None when no run of the case has completed."""
-    from ..plots._style import new_figure, save
-
     shown = []
     for method in methods:
         for run_dir, found in per_run[(case, method)].values():
@@ -487,33 +485,32 @@ def plot_case(case: str, methods: list[str], per_run: dict, path: str) -> str | 
     if not shown:
         return None
     fields, coordinates = shown[0][1].fields, shown[0][1].coordinates
-    n_rows = len(shown) * len(fields)
-    fig = new_figure(12.0, 3.0 * n_rows)
-    axes = fig.subplots(n_rows, 3, squeeze=False)
-    for k, (method, data) in enumerate(shown):
+    panels = []  # (points [n, d], keep [n], values [n'], title, colour scale or None), three per (method, output)
+    for method, data in shown:
         points, keep = _slice(data.points)  # [n, d], [n]
         for j, field in enumerate(fields):
-            row = axes[k * len(fields) + j]
             pred, ref = data.prediction[keep, j], data.reference[keep, j]  # [n'], [n']
             lo, hi = float(min(pred.min(), ref.min())), float(max(pred.max(), ref.max()))
-            for ax, values, title, scale in ((row[0], pred, f"{method}: {field} predicted", (lo, hi)),
-                                             (row[1], ref, f"{field} reference", (lo, hi)),
-                                             (row[2], np.abs(pred - ref), f"|error| (L2RE of the run "
-                                              f"{metrics(data.prediction, data.reference)['l2re']:.2e})",
-                                              None)):
-                x = points[keep, 0]
-                y = points[keep, 1] if points.shape[1] > 1 else np.zeros_like(x)
-                art = ax.scatter(x, y, c=values, s=4, cmap="viridis" if scale else "magma",
-                                 vmin=scale[0] if scale else None, vmax=scale[1] if scale else None)
-                fig.colorbar(art, ax=ax)
-                ax.set_title(title, fontsize=8)
-                ax.set_xlabel(coordinates[0])
-                if points.shape[1] > 1:
-                    ax.set_ylabel(coordinates[1])
+            panels += [(points, keep, pred, f"{method}: {field} predicted", (lo, hi)),
+                       (points, keep, ref, f"{field} reference", (lo, hi)),
+                       (points, keep, np.abs(pred - ref), f"|error| (L2RE of the run "
+                        f"{metrics(data.prediction, data.reference)['l2re']:.2e})", None)]
+
+    def draw(ax, panel):
+        points, keep, values, title, scale = panel
+        x = points[keep, 0]
+        y = points[keep, 1] if points.shape[1] > 1 else np.zeros_like(x)
+        art = ax.scatter(x, y, c=values, s=4, cmap="viridis" if scale else "magma",
+                         vmin=scale[0] if scale else None, vmax=scale[1] if scale else None)
+        ax.figure.colorbar(art, ax=ax)
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel(coordinates[0])
+        if points.shape[1] > 1:
+            ax.set_ylabel(coordinates[1])
+
+    fig = panel_figure(panels, draw, width=4.0)
     fig.suptitle(f"{CASES[case].label}: {_slice_text(shown[0][1].points, coordinates)}", fontsize=9)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    save(fig, path)
-    return path
+    return write_figure(fig, path)
 
 
 def _slice(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

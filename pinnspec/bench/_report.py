@@ -1,5 +1,5 @@
 """What every bench writes: its Markdown table (:func:`markdown_table`, the cell formats), its figure
-(:func:`panel_figure`) and its files (:func:`write_outputs`).  No torch: the paper benches import light."""
+(:func:`panel_figure`) and its files (:func:`write_outputs`, :func:`write_figure`).  No torch: the paper benches import light."""
 
 from __future__ import annotations
 
@@ -69,12 +69,18 @@ def write_outputs(out: str, stem: str, markdown: str, columns: list[str], rows: 
     """``OUT/STEM.md``, ``OUT/STEM.csv`` (``columns`` of ``rows``) and, given a ``figure``, ``OUT/STEM.png``;
     the paths written by kind ("markdown", "csv", "plot")."""
     from .._files import atomic_write_text, write_csv
-    from ..plots._style import save
 
     paths = {"markdown": os.path.join(out, f"{stem}.md"), "csv": os.path.join(out, f"{stem}.csv")}
     atomic_write_text(paths["markdown"], markdown)
     write_csv(paths["csv"], columns, rows)
     if figure is not None:
-        paths["plot"] = os.path.join(out, f"{stem}.png")
-        save(figure, paths["plot"])
+        paths["plot"] = write_figure(figure, os.path.join(out, f"{stem}.png"))
     return paths
+
+
+def write_figure(figure, path: str) -> str:
+    """``figure`` as a PNG at ``path`` (written atomically, its folder made); returns ``path``."""
+    from ..plots._style import save
+
+    save(figure, path)
+    return path
