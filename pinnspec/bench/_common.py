@@ -1,4 +1,5 @@
-"""Shared pieces of the benchmarks: the environment header, timing, tables, the spec."""
+"""Shared pieces of the timing benchmarks: the environment header, fresh-interpreter runs, timing, tables,
+the spec."""
 
 from __future__ import annotations
 

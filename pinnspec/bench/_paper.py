@@ -1,13 +1,14 @@
-"""The paper's published numbers (gradient-update-alignment.tex), read from the data files under
-``pinnspec/bench/paper/``: no torch.
+"""The paper's published numbers (gradient-update-alignment.tex), read from the data files
+``pinnspec/bench/paper_*``: no torch.
 
-Each table is a CSV file, one row per entry, its last two columns the table's label and the line of
-``gradient-update-alignment.tex`` the row stands in (:data:`SOURCE_LINES`); ``findings.json`` holds the
-numbers the paper states in its text.  Keys use pinnspec's names: problems ``schrodinger, burgers, heat_ms,
-kovasznay, beltrami, poisson5d``; groupings ``two`` (2-loss), ``three`` (3-loss); optimizers ``sgd, msgd,
-rmsprop, adam, adamw, sophiag, adahessian, soap``; surgery methods ``none`` (the paper's "Adam" row: no
-surgery), ``pcgrad, cagrad, imtlg, amtl, upgrad, config``; align ``none`` (base) or ``gua`` (+GUA).
-Conflict rates are in percent, as printed; an empty cell is None (not reported).
+Each table is a CSV file, ``paper_NAME.csv``, one row per entry, its last two columns the table's label and
+the line of ``gradient-update-alignment.tex`` the row stands in (:data:`SOURCE_LINES`);
+``paper_findings.json`` holds the numbers the paper states in its text.  Keys use pinnspec's names:
+problems ``schrodinger, burgers, heat_ms, kovasznay, beltrami, poisson5d``; groupings ``two`` (2-loss),
+``three`` (3-loss); optimizers ``sgd, msgd, rmsprop, adam, adamw, sophiag, adahessian, soap``; surgery
+methods ``none`` (the paper's "Adam" row: no surgery), ``pcgrad, cagrad, imtlg, amtl, upgrad, config``;
+align ``none`` (base) or ``gua`` (+GUA).  Conflict rates are in percent, as printed; an empty cell is None
+(not reported).
 """
 
 from __future__ import annotations
@@ -17,18 +18,18 @@ import json
 from importlib import resources
 
 PAPER = "gradient-update-alignment.tex"
-#: the folder of the data files, inside this package
-DATA = resources.files(__package__) / "paper"
+#: the folder of the data files: this package's
+DATA = resources.files(__package__)
 #: table label -> {key: the source line of its row}, for every entry of the CSV tables
 SOURCE_LINES: dict[str, dict] = {}
 
 
 def read_table(name: str, keys: int) -> dict:
-    """``paper/NAME.csv`` as {key: values}: the first ``keys`` columns are the key (a tuple, or the bare
+    """``paper_NAME.csv`` as {key: values}: the first ``keys`` columns are the key (a tuple, or the bare
     value when ``keys`` is 1), the columns up to ``table`` and ``line`` the values (floats; an empty cell
     is None).  Each row's source line goes into :data:`SOURCE_LINES`."""
     table: dict = {}
-    with (DATA / f"{name}.csv").open(encoding="utf-8", newline="") as fh:
+    with (DATA / f"paper_{name}.csv").open(encoding="utf-8", newline="") as fh:
         for row in csv.reader(fh.read().splitlines()[1:]):
             *cells, label, line = row
             key = tuple(cells[:keys]) if keys > 1 else cells[0]
@@ -38,8 +39,8 @@ def read_table(name: str, keys: int) -> dict:
 
 
 def read_findings() -> dict:
-    """``paper/findings.json``: the numbers the paper states in its text, each {"value": ..., "source": ...}."""
-    return json.loads((DATA / "findings.json").read_text(encoding="utf-8"))
+    """``paper_findings.json``: the numbers the paper states in its text, each {"value": ..., "source": ...}."""
+    return json.loads((DATA / "paper_findings.json").read_text(encoding="utf-8"))
 
 
 #: GUM (Q1): ConFIG x optimizer, no alignment.  (problem, grouping, optimizer) -> (R_g, R_a, R_u) in %.

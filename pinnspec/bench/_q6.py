@@ -61,7 +61,7 @@ from ._cli import EXIT_OK, EXIT_USER, BenchError, nonnegative, positive, run_mai
 from ._paper_runs import base_name, names, parser, seeds
 from ._report import cell, markdown_table, panel_figure, pct, write_outputs
 
-#: The paper's Q6 settings and findings (``pinnspec/bench/paper/findings.json``): its per-m F1, time and memory
+#: The paper's Q6 settings and findings (``pinnspec/bench/paper_findings.json``): its per-m F1, time and memory
 #: are in a figure only (fig:celeba_task_scaling); these are the numbers its text and Table
 #: tab:celeba_training_settings state.
 PAPER_Q6 = _paper.Q6

@@ -3,7 +3,7 @@
 The source is the excerpt ``tests/data/paper_tables.tex``: the paper's table environments copied verbatim,
 each under a comment naming the lines of ``gradient-update-alignment.tex`` it holds, so that these tests need
 only what the repository holds and never skip.  Every table is read whole and must equal its dict; every
-entry's cited source line (the ``table`` and ``line`` columns of ``pinnspec/bench/paper/*.csv``) must be the row it
+entry's cited source line (the ``table`` and ``line`` columns of ``pinnspec/bench/paper_*.csv``) must be the row it
 stands in.
 """
 
