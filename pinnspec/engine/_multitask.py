@@ -57,6 +57,8 @@ class MultiTaskOptimizer:
 
     def __init__(self, chain: UpdateChain, shared: Sequence[Tensor], heads: Sequence[Tensor] = (), *, tasks: int,
                  generator: torch.Generator | None = None):
+        if not shared:
+            raise ValueError("MultiTaskOptimizer needs at least one shared tensor")
         if chain.uses_hessian:
             raise ValueError(f"MultiTaskOptimizer runs first-order optimizers; {type(chain.optimizer).__name__} "
                              "needs Hessian estimates")
@@ -83,13 +85,12 @@ class MultiTaskOptimizer:
             raise ValueError(f"task_losses gave {len(losses)} losses; this optimizer takes {self.tasks}")
         G, g_heads = multitask_gradients(losses, self.shared, self.heads)  # [m, p_s], [p_h]
         step = self.chain.update(G, _flat(self.shared), self.state, generator=self.generator)  # [p_s]
-        if self.heads:
-            u_heads, heads_state = self.chain.optimizer.propose(g_heads, self.heads_state, params=_flat(self.heads))
         _apply(self.shared, step.p, self.lr)
-        if self.heads:
-            _apply(self.heads, u_heads, self.lr)
-            self.heads_state = heads_state
         self.state = step.state
+        if self.heads:
+            u_heads, self.heads_state = self.chain.optimizer.propose(g_heads, self.heads_state,
+                                                                     params=_flat(self.heads))  # [p_h]
+            _apply(self.heads, u_heads, self.lr)
         return MultiTaskStep(G, step.a, step.u, step.p, torch.stack([loss.detach() for loss in losses]))
 
 
@@ -112,6 +113,4 @@ def _apply(tensors: list[Tensor], update: Tensor, lr: float) -> None:
 
 
 def _flat(tensors: list[Tensor]) -> Tensor:
-    if not tensors:
-        return torch.zeros(0)
     return torch.cat([t.detach().reshape(-1) for t in tensors])  # [p]

@@ -99,6 +99,8 @@ def test_multitask_gradients_split_rows_and_sum_heads():
 
 def test_refuses_what_it_cannot_run():
     shared, heads, x, y = _problem()
+    with pytest.raises(ValueError, match="shared tensor"):
+        MultiTaskOptimizer(UpdateChain(Sum(), Adam(), NoAlignment()), [], heads, tasks=M)
     with pytest.raises(ValueError, match="first-order"):
         MultiTaskOptimizer(UpdateChain(Sum(), SophiaG(), NoAlignment()), shared, heads, tasks=M)
     ours = MultiTaskOptimizer(UpdateChain(Sum(), Adam(), NoAlignment()), shared, heads, tasks=M + 1)
