@@ -11,12 +11,15 @@
   Adam state alignment and the per-step diagnostics on random G, as a
   fraction of one Burgers epoch measured in the same process.
 * ``gum``: the paper's Q1 (ConFIG x optimizers, no alignment) through pinnspec.sweep; the measured
-  conflict rates next to the paper's (``pinnspec.bench._paper``).
+  conflict rates next to the paper's (its published tables are data files, ``pinnspec/bench/paper_*.csv``,
+  read by ``pinnspec.bench._paper``).
 * ``q2``: the paper's Q2 (surgery methods x {base, +GUA}); rel-L2, Imp.% and conflict rates next to
   the paper's.
 * ``pinnacle``: the PINNacle benchmark's cases (``benchmarks/pinnacle/cases``) x methods, scored with
   PINNacle's metrics next to its published numbers; many runs per GPU with ``--jobs``.
 
+Every bench's command line goes through one parser, ``run_main`` and ``BenchError``
+(``pinnspec.bench._cli``); its table and figure through one writer each (``pinnspec.bench._report``).
 Importing this package loads no torch; ``bench.speed`` / ``bench.overhead`` / ``bench.gum`` /
 ``bench.q2`` load on first use.
 """

@@ -1,4 +1,5 @@
-"""Shared pieces of the benchmarks: the environment header, timing, tables, the spec."""
+"""Shared pieces of the timing benchmarks: the environment header, fresh-interpreter runs, timing, tables,
+the spec."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import io
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,36 +21,13 @@ from .. import __version__
 from .._files import atomic_write_text
 from .._malloc import SETTINGS as MALLOC_SETTINGS
 from .._malloc import tune_allocator
-from ._args import nonnegative, positive
+from ._cli import BenchError, nonnegative, positive
+from ._report import markdown_table
 
-EXIT_OK, EXIT_USER = 0, 1
 SPEC_NAME = "burgers.pinn"
 #: Trainer.step never touches the test and validation points; fewer make the Trainer's setup
 #: (reference solutions by quadrature) take milliseconds instead of seconds
 STEP_ONLY_OVERRIDES = {"test": "100", "validate": "100 every 100"}
-
-
-class BenchError(Exception):
-    """A mistake in how the benchmark was called (printed without a traceback)."""
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # a bad command line is a user error: exit 1, as in pinnspec's CLI
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USER, f"{self.prog}: error: {message}\n")
-
-
-def run_main(parser: argparse.ArgumentParser, run, argv) -> int:
-    """Parse ``argv`` and call ``run(args)``; usage errors and BenchError -> exit 1."""
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a bad command line (1)
-        return int(exc.code or 0)
-    try:
-        return run(args)
-    except BenchError as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
-        return EXIT_USER
 
 
 def add_common_arguments(p: argparse.ArgumentParser, *, epochs: int, warmup: int) -> None:
@@ -97,11 +76,14 @@ def _busy_hint(device: torch.device) -> None:
 
 
 def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise BenchError("--device cuda was asked for, but torch sees no CUDA device (use --device cpu or auto)")
-    return torch.device(name)
+    """``--device NAME`` (cpu, cuda, auto) as ``pinnspec.engine.resolve_device`` resolves it; a CUDA device
+    asked for where there is none is a BenchError."""
+    from ..engine import resolve_device as engine_device
+
+    try:
+        return engine_device(name)
+    except ValueError as err:  # "device cuda was asked for, but ...": the flag is --device
+        raise BenchError(f"--{err}") from None
 
 
 def allocator_text(state: dict) -> str:
@@ -157,6 +139,17 @@ def environment_lines(env: dict) -> list[str]:
         f"(interop {env['interop_threads']}), {env['cpus']} CPUs, load average {env['load_average']} at start",
         f"allocator: {env['allocator']}",
     ]
+
+
+# ====================================================================== subprocesses
+def run_fresh(module: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``python -m MODULE ARGV`` in a fresh interpreter (so that its peak memory is its own), with this
+    checkout's pinnspec first on PYTHONPATH and ``env`` added to the environment; its output as text."""
+    environ = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    environ["PYTHONPATH"] = root + (os.pathsep + environ["PYTHONPATH"] if environ.get("PYTHONPATH") else "")
+    environ.update(env or {})
+    return subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, env=environ)
 
 
 # ====================================================================== timing
@@ -243,10 +236,7 @@ class Table:
 
     def markdown(self) -> str:
         out = [f"**{self.title}**", ""] if self.title else []
-        out.append("| " + " | ".join(self.columns) + " |")
-        out.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(self.columns))) + "|")
-        out += ["| " + " | ".join(r) + " |" for r in self.rows]
-        return "\n".join(out)
+        return "\n".join(out + markdown_table(self.columns, self.rows))
 
 
 def write_csv(path: str | os.PathLike, columns: list[str], rows: list[dict]) -> None:

@@ -1,17 +1,16 @@
-"""Peak-RSS measurement for ``bench speed``: run as ``python -m pinnspec.bench._memory CONFIG_JSON``
-(``read_status`` / ``reset_peak``: :mod:`pinnspec._rss`)."""
+"""The memory subprocess of ``bench speed``: ``python -m pinnspec.bench._memory CONFIG_JSON`` runs
+:func:`pinnspec.bench._speed.memory_probe` in a fresh interpreter and prints its JSON result (the RSS
+probes, ``read_status`` / ``reset_peak``, are :mod:`pinnspec._rss`'s)."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from .._rss import read_status, reset_peak  # noqa: F401  (this module's measuring tools)
+from ._speed import memory_probe
 
 
 def _main(argv: list[str]) -> int:
-    from ._speed import memory_probe
-
     print(json.dumps(memory_probe(json.loads(argv[0]))))
     return 0
 

@@ -33,9 +33,9 @@ import os
 
 import torch
 
-from ._common import (EXIT_OK, BenchError, Parser, Table, add_common_arguments, clock, environment,
-                      environment_lines, find_spec, load_spec, median, ms, percent, quiet_gc, run_main, setup,
-                      time_call, write_csv, write_markdown)
+from ._cli import EXIT_OK, BenchError, Parser, run_main
+from ._common import (Table, add_common_arguments, clock, environment, environment_lines, find_spec, load_spec,
+                      median, ms, percent, quiet_gc, setup, time_call, write_csv, write_markdown)
 
 SURGERY_METHODS = ("none", "pcgrad", "cagrad", "imtlg", "amtl", "upgrad", "config", "mconfig")
 DEFAULT_TASKS = (2, 3, 5, 8, 12, 20, 40)

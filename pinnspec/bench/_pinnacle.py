@@ -37,8 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._args import positive
-from ._gum import BenchError, names, run_main, sci, seeds
+from ._cli import BenchError, Parser, positive, run_main
+from ._paper_runs import names, seeds
+from ._report import markdown_table, panel_figure, sci, write_figure, write_outputs
 
 #: the folder of the case specs, relative to a checkout (or to the working directory)
 CASES_DIR = os.path.join("benchmarks", "pinnacle", "cases")
@@ -83,11 +84,9 @@ COLUMNS = ["case", "pinnacle_name", "method", "runs", "completed", "stopped_at",
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ._gum import _Parser
-
-    p = _Parser(prog="pinnspec bench pinnacle",
-                description="PINNacle's cases trained by pinnspec; L2RE, L1RE and MSE next to PINNacle's "
-                            "published vanilla-PINN and best L2RE.")
+    p = Parser(prog="pinnspec bench pinnacle",
+               description="PINNacle's cases trained by pinnspec; L2RE, L1RE and MSE next to PINNacle's "
+                           "published vanilla-PINN and best L2RE.")
     p.add_argument("--cases", default="all", metavar="LIST",
                    help=f"'all' or comma-separated case names: {', '.join(CASES)}")
     p.add_argument("--methods", default=",".join(DEFAULT_METHODS), metavar="LIST",
@@ -316,8 +315,7 @@ def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
 
 # ====================================================================== the run
 def _run(args) -> int:
-    from ..sweep import Sweep, run_sweeps
-    from ..sweep._plan import _slug
+    from ..sweep import Sweep, run_sweeps, slug
 
     chosen = case_names(args.cases)
     methods = names(args.methods, "--methods")
@@ -344,7 +342,7 @@ def _run(args) -> int:
         return found
 
     sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed=cell_settings(case, method),
-                    out=os.path.join(args.out, "runs", case, _slug(method))) for case, method in cells]
+                    out=os.path.join(args.out, "runs", case, slug(method))) for case, method in cells]
     started = time.perf_counter()
     if args.together and not args.table_only and args.compile not in ("on", "graphs"):
         raise BenchError("--together trains a case's methods as one compiled graph: give --compile on (or graphs "
@@ -382,7 +380,7 @@ def _run(args) -> int:
                   "table_only": bool(args.table_only)}
     best = {case: best_settings(folder, case) for case in chosen} if BEST in methods else None
     text = markdown(rows, args, seed_list, throughput, best)
-    paths = write(args.out, text, rows)
+    paths = write_outputs(args.out, "pinnacle", text, COLUMNS, rows)
     plots = [plot_case(case, methods, per_run, os.path.join(args.out, "plots", f"{case}.png")) for case in chosen]
     print(text)
     print(f"wrote {paths['markdown']}, {paths['csv']} and {sum(p is not None for p in plots)} plot(s) in "
@@ -456,16 +454,17 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              "sample std over the completed seeds (where none completed: over the runs stopped early, at the "
              "epochs they reached, '0/1, at E').  PINNacle: Table 3 of Hao et al. (arXiv:2306.08827), mean L2RE "
              "after 20,000 iterations; best = the smallest of its methods.", "",
-             _throughput_line(throughput), *filter(None, [_execution_line(rows)]), "",
-             "| case | method | runs | L2RE | L1RE | MSE | epochs/s (one run) | PINNacle vanilla | PINNacle best |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             _throughput_line(throughput), *filter(None, [_execution_line(rows)]), ""]
+    cells = []
     for r in rows:
         speed = "-" if r["epochs_per_s_mean"] is None else f"{r['epochs_per_s_mean']:.1f}"
         at = f", at {r['stopped_at'].replace(',', '/')}" if r["stopped_at"] else ""
-        lines.append(f"| {r['pinnacle_name']} | {r['method']} | {r['completed']}/{r['runs']}{at} | "
-                     f"{sci(r['l2re_mean'], r['l2re_std'])} | {sci(r['l1re_mean'], r['l1re_std'])} | "
-                     f"{sci(r['mse_mean'], r['mse_std'])} | {speed} | {r['pinnacle_vanilla']:.2e} | "
-                     f"{r['pinnacle_best']:.2e} ({r['pinnacle_best_method']}) |")
+        cells.append([r["pinnacle_name"], r["method"], f"{r['completed']}/{r['runs']}{at}",
+                      sci(r["l2re_mean"], r["l2re_std"]), sci(r["l1re_mean"], r["l1re_std"]),
+                      sci(r["mse_mean"], r["mse_std"]), speed, f"{r['pinnacle_vanilla']:.2e}",
+                      f"{r['pinnacle_best']:.2e} ({r['pinnacle_best_method']})"])
+    lines += markdown_table(["case", "method", "runs", "L2RE", "L1RE", "MSE", "epochs/s (one run)", "PINNacle vanilla",
+                             "PINNacle best"], cells, left=2)
     if best:
         lines += ["", "`best`: each case's spec with these settings (benchmarks/pinnacle/best/CASE.set):", ""]
         lines += [f"- {CASES[case].label}: " + "; ".join(f"`{k} = {v}`" for k, v in settings.items())
@@ -473,22 +472,10 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
     return "\n".join(lines) + "\n"
 
 
-def write(out: str, text: str, rows: list[dict]) -> dict:
-    from .._files import atomic_write_text, write_csv
-
-    paths = {"markdown": os.path.join(out, "pinnacle.md"), "csv": os.path.join(out, "pinnacle.csv")}
-    os.makedirs(out, exist_ok=True)
-    atomic_write_text(paths["markdown"], text)
-    write_csv(paths["csv"], COLUMNS, rows)
-    return paths
-
-
 def plot_case(case: str, methods: list[str], per_run: dict, path: str) -> str | None:
     """Prediction, reference and |error| of each method's first completed seed, one row per (method, output),
     over the first two coordinates; the test points of a slice where the others take their last value on a
     grid (the final time), else all of them projected.  None when no run of the case has completed."""
-    from ..plots._style import new_figure, save
-
     shown = []
     for method in methods:
         for run_dir, found in per_run[(case, method)].values():
@@ -498,33 +485,32 @@ def plot_case(case: str, methods: list[str], per_run: dict, path: str) -> str | 
     if not shown:
         return None
     fields, coordinates = shown[0][1].fields, shown[0][1].coordinates
-    n_rows = len(shown) * len(fields)
-    fig = new_figure(12.0, 3.0 * n_rows)
-    axes = fig.subplots(n_rows, 3, squeeze=False)
-    for k, (method, data) in enumerate(shown):
+    panels = []  # (points [n, d], keep [n], values [n'], title, colour scale or None), three per (method, output)
+    for method, data in shown:
         points, keep = _slice(data.points)  # [n, d], [n]
         for j, field in enumerate(fields):
-            row = axes[k * len(fields) + j]
             pred, ref = data.prediction[keep, j], data.reference[keep, j]  # [n'], [n']
             lo, hi = float(min(pred.min(), ref.min())), float(max(pred.max(), ref.max()))
-            for ax, values, title, scale in ((row[0], pred, f"{method}: {field} predicted", (lo, hi)),
-                                             (row[1], ref, f"{field} reference", (lo, hi)),
-                                             (row[2], np.abs(pred - ref), f"|error| (L2RE of the run "
-                                              f"{metrics(data.prediction, data.reference)['l2re']:.2e})",
-                                              None)):
-                x = points[keep, 0]
-                y = points[keep, 1] if points.shape[1] > 1 else np.zeros_like(x)
-                art = ax.scatter(x, y, c=values, s=4, cmap="viridis" if scale else "magma",
-                                 vmin=scale[0] if scale else None, vmax=scale[1] if scale else None)
-                fig.colorbar(art, ax=ax)
-                ax.set_title(title, fontsize=8)
-                ax.set_xlabel(coordinates[0])
-                if points.shape[1] > 1:
-                    ax.set_ylabel(coordinates[1])
+            panels += [(points, keep, pred, f"{method}: {field} predicted", (lo, hi)),
+                       (points, keep, ref, f"{field} reference", (lo, hi)),
+                       (points, keep, np.abs(pred - ref), f"|error| (L2RE of the run "
+                        f"{metrics(data.prediction, data.reference)['l2re']:.2e})", None)]
+
+    def draw(ax, panel):
+        points, keep, values, title, scale = panel
+        x = points[keep, 0]
+        y = points[keep, 1] if points.shape[1] > 1 else np.zeros_like(x)
+        art = ax.scatter(x, y, c=values, s=4, cmap="viridis" if scale else "magma",
+                         vmin=scale[0] if scale else None, vmax=scale[1] if scale else None)
+        ax.figure.colorbar(art, ax=ax)
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel(coordinates[0])
+        if points.shape[1] > 1:
+            ax.set_ylabel(coordinates[1])
+
+    fig = panel_figure(panels, draw, width=4.0)
     fig.suptitle(f"{CASES[case].label}: {_slice_text(shown[0][1].points, coordinates)}", fontsize=9)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    save(fig, path)
-    return path
+    return write_figure(fig, path)
 
 
 def _slice(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 
 from . import _paper
-from ._gum import (Cell, base_name, chain, fixed_settings, panels, parser, pct, run_cells, run_main, sci, selection,
-                   write_outputs)
+from ._cli import run_main
+from ._paper_runs import Cell, base_name, fixed_settings, gua_statement, improvement, parser, run_cells, selection
+from ._report import chain, grouped, markdown_table, panel_figure, pct, sci, write_outputs
 
 ALIGNS = ("none", "gua")
 COLUMNS = ["problem", "grouping", "method", "align", "optimizer", "runs", "completed", "rel_l2_mean", "rel_l2_std", "imp",
@@ -35,21 +35,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     return run_main(build_parser(), _run, argv)
-
-
-def gua_statement(spec_path: str) -> str:
-    """The spec's own ``align`` value when it is a GUA one (keeps the paper's rho per PDE), else ``gua``."""
-    with open(spec_path, encoding="utf-8") as fh:
-        text = fh.read()
-    m = re.search(r"^[ \t]*align[ \t]+(gua\b[^#\n]*)", text, flags=re.MULTILINE)
-    return m.group(1).strip() if m else "gua"
-
-
-def improvement(base: float | None, gua: float | None) -> float | None:
-    """Imp. % = 100 (1 - E_GUA / E_base)."""
-    if base is None or gua is None or not (math.isfinite(base) and math.isfinite(gua)) or base == 0:
-        return None
-    return 100.0 * (1.0 - gua / base)
 
 
 def _run(args) -> int:
@@ -109,29 +94,28 @@ def markdown(rows: list[dict], args, seed_list: list[int]) -> str:
              f"{args.epochs} epochs per run, seeds {','.join(map(str, seed_list))}, device {args.device}, "
              f"validate: {args.validate}.  rel-L2: mean ± sample std over the completed seeds; Imp. % = "
              f"100 (1 - E_GUA / E_base); conflict rates in %.  The paper's numbers (Tables tab:full_q2_results, "
-             f"tab:pinn_conflict_rates) come from full-length training over five seeds.", "",
-             "| problem | grouping | method | align | runs | rel-L2 | Imp. % | R_g→R_a→R_u(→R_p) | "
-             "paper rel-L2 | paper Imp. % | paper R_g→R_a→R_u(→R_p) |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             f"tab:pinn_conflict_rates) come from full-length training over five seeds.", ""]
+    cells = []
     for r in rows:
         method = _paper.LABELS.get(base_name(r["method"]), r["method"]) if r["method"] == base_name(r["method"]) \
             else r["method"]
-        lines.append(
-            f"| {r['problem']} | {r['grouping']} | {method} | {'+GUA' if r['align'] == 'gua' else 'base'} | "
-            f"{r['completed']}/{r['runs']} | {sci(r['rel_l2_mean'], r['rel_l2_std'])} | {_imp(r['imp'])} | "
-            f"{_rates(r)} | {sci(r['paper_rel_l2_mean'], r['paper_rel_l2_std'])} | {_imp(r['paper_imp'])} | "
-            f"{_rates(r, 'paper_')} |")
+        cells.append([r["problem"], r["grouping"], method, "+GUA" if r["align"] == "gua" else "base",
+                      f"{r['completed']}/{r['runs']}", sci(r["rel_l2_mean"], r["rel_l2_std"]), _imp(r["imp"]),
+                      _rates(r), sci(r["paper_rel_l2_mean"], r["paper_rel_l2_std"]), _imp(r["paper_imp"]),
+                      _rates(r, "paper_")])
+    lines += markdown_table(["problem", "grouping", "method", "align", "runs", "rel-L2", "Imp. %",
+                             "R_g→R_a→R_u(→R_p)", "paper rel-L2", "paper Imp. %", "paper R_g→R_a→R_u(→R_p)"],
+                            cells, left=4)
     return "\n".join(lines) + "\n"
 
 
 def figure(rows: list[dict]):
     """One panel per (problem, grouping): mean rel-L2 per method, base and +GUA (bars, log scale), the
     paper's (dots)."""
-    cells = list(dict.fromkeys((r["problem"], r["grouping"]) for r in rows)) or [("(none)", "")]
-    fig, axes = panels(len(cells))
     colors = {"none": "tab:gray", "gua": "tab:red"}
-    for ax, (problem, grouping) in zip(axes, cells):
-        members = [r for r in rows if (r["problem"], r["grouping"]) == (problem, grouping)]
+
+    def draw(ax, cell):
+        (problem, grouping), members = cell
         methods = list(dict.fromkeys(r["method"] for r in members))
         xs = {m: i for i, m in enumerate(methods)}
         any_value = False
@@ -153,6 +137,7 @@ def figure(rows: list[dict]):
         ax.set_xticks(list(xs.values()), [_paper.LABELS.get(base_name(m), m) for m in methods], rotation=45,
                       ha="right", fontsize=7)
         ax.set_ylabel("relative L2 error")
-        ax.set_title(f"{_paper.LABELS.get(problem, problem)}, {_paper.LABELS.get(grouping, grouping)}", fontsize=9)
+        ax.set_title(_paper.setting_label(problem, grouping), fontsize=9)
         ax.legend(fontsize=6)
-    return fig
+
+    return panel_figure(grouped(rows, lambda r: (r["problem"], r["grouping"]), ("(none)", "")), draw)

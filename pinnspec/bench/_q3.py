@@ -39,10 +39,9 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 from . import _paper
-from ._args import positive
-from ._gum import (EXIT_OK, BenchError, base_name, cell, fixed_settings, panels, parser, run_main, selection,
-                   write_outputs)
-from ._q2 import gua_statement
+from ._cli import EXIT_OK, BenchError, positive, run_main
+from ._paper_runs import base_name, fixed_settings, gua_statement, parser, selection
+from ._report import cell, markdown_table, panel_figure, write_outputs
 
 #: epsilon of the denominator |L_i(theta)| + eps of W_rel (the paper names eps but gives no value; this one
 #: matters only for a loss within ~1e-12 of zero)
@@ -148,7 +147,7 @@ def probe_step(trainer, epoch: int, *, eps: float = W_EPS) -> ProbeSample | None
             hessian = hutchinson_diagonal(sum(losses.task_list), trainer.theta, generator=trainer.chain_generator)
         base = torch.stack([loss.detach() for loss in losses.task_list]).to(torch.float64)  # [m]  L_i(theta_t)
         del losses
-        theta = trainer._theta_flat()  # [p]
+        theta = torch.cat([t.detach().reshape(-1) for t in trainer.theta])  # [p], as the step flattens it
         step = trainer.chain.update(G, theta, trainer.state, hessian=hessian, generator=trainer.chain_generator)
         u, p = step.u, step.p  # [p], [p]
         if not (torch.isfinite(base).all() and torch.isfinite(G).all() and torch.isfinite(p).all()):
@@ -458,33 +457,33 @@ def markdown(rows: list[dict], args, seed_list: list[int]) -> str:
              f"proposal (p ≠ u), the set the paper's table counts; \"all\": every probed step (p = q = u on an "
              f"unprojected step, a tie).  Median W_rel over the projected steps.  The paper's numbers "
              f"(tab:q3_equation_win_rates; overall: its Overall row, and 95.1 / 93.4 over all 10 settings in "
-             f"the text) come from full-length training over five seeds.", "",
-             "| problem | grouping | runs | steps (projected) | p<u projected | p<q projected | p<u all | p<q all | "
-             "median W_rel u / p / q | paper p<u | paper p<q |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"the text) come from full-length training over five seeds.", ""]
+    cells = []
     for r in rows:
         setting = r["grouping"]
         if r["problem"] != "overall" and (r["method"] != "config" or r["optimizer"] != "spec"):
             setting += f" ({r['method']}, optimizer {r['optimizer']})"
         medians = " / ".join(_w(r.get(f"median_w_{d}")) for d in "upq") if r["problem"] != "overall" else "-"
-        lines.append(
-            f"| {r['problem']} | {setting} | {r['completed']}/{r['runs']} | {r['steps']} ({r['projected_steps']}) | "
-            f"{_pct(r['win_pu_projected_mean'], r.get('win_pu_projected_std'))} | "
-            f"{_pct(r['win_pq_projected_mean'], r.get('win_pq_projected_std'))} | "
-            f"{_pct(r['win_pu_all_mean'], r.get('win_pu_all_std'))} | "
-            f"{_pct(r['win_pq_all_mean'], r.get('win_pq_all_std'))} | "
-            f"{medians} | {cell(r['paper_win_pu'], 2)} | {cell(r['paper_win_pq'], 2)} |")
+        cells.append([r["problem"], setting, f"{r['completed']}/{r['runs']}", f"{r['steps']} ({r['projected_steps']})",
+                      *(_pct(r[f"win_{pair}_{which}_mean"], r.get(f"win_{pair}_{which}_std"))
+                        for which in ("projected", "all") for pair in ("pu", "pq")),
+                      medians, cell(r["paper_win_pu"], 2), cell(r["paper_win_pq"], 2)])
+    lines += markdown_table(["problem", "grouping", "runs", "steps (projected)", "p<u projected", "p<q projected",
+                             "p<u all", "p<q all", "median W_rel u / p / q", "paper p<u", "paper p<q"], cells, left=2)
     return "\n".join(lines) + "\n"
 
 
 def figure(rows: list[dict], steps: list[dict]):
     """One panel per setting: the measured win rates (bars: projected steps solid, all steps light) and the
-    paper's (dots); a last panel with W_rel(u), W_rel(p), W_rel(q) over every projected step (the paper's
-    Figure fig:q3_mechanism shows these distributions)."""
+    paper's (dots); a last panel (key None) with W_rel(u), W_rel(p), W_rel(q) over every projected step (the
+    paper's Figure fig:q3_mechanism shows these distributions)."""
     cells = [r for r in rows if r["problem"] != "overall"] or [{"problem": "(none)", "grouping": "", "method": "",
                                                                  "optimizer": ""}]
-    fig, axes = panels(len(cells) + 1)
-    for ax, r in zip(axes, cells):
+
+    def draw(ax, r):
+        if r is None:
+            _draw_w_rel(ax, steps)
+            return
         xs = [0, 1]
         for which, shift, alpha in (("projected", -0.2, 0.9), ("all", 0.2, 0.4)):
             values = [r.get(f"win_pu_{which}_mean"), r.get(f"win_pq_{which}_mean")]
@@ -498,10 +497,13 @@ def figure(rows: list[dict], steps: list[dict]):
         ax.set_ylim(0, 130)
         ax.set_yticks([0, 20, 40, 60, 80, 100])
         ax.set_ylabel("win rate (%)")
-        problem, grouping = (_paper.LABELS.get(r[k], r[k]) for k in ("problem", "grouping"))
-        ax.set_title(f"{problem}, {grouping}", fontsize=9)
+        ax.set_title(_paper.setting_label(r["problem"], r["grouping"]), fontsize=9)
         ax.legend(fontsize=6, loc="upper center", ncol=3)
-    ax = axes[-1]
+
+    return panel_figure(cells + [None], draw)
+
+
+def _draw_w_rel(ax, steps: list[dict]) -> None:
     projected = [s for s in steps if s["projected"]]
     data = [[s[f"w_{d}"] for s in projected if math.isfinite(s[f"w_{d}"])] for d in "upq"]
     if all(data):
@@ -511,4 +513,3 @@ def figure(rows: list[dict], steps: list[dict]):
     ax.axhline(0, color="gray", linewidth=0.6)
     ax.set_ylabel("W_rel, projected steps")
     ax.set_title(f"worst relative one-step loss change ({len(projected)} steps)", fontsize=9)
-    return fig

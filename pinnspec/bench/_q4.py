@@ -28,9 +28,10 @@ import math
 import os
 
 from . import _paper
-from ._gum import (BenchError, Cell, base_name, chain, fixed_settings, panels, parser, pct, run_cells, run_main,
-                   sci, selection, split_grid, write_outputs)
-from ._q2 import gua_statement, improvement
+from ._cli import BenchError, run_main
+from ._paper_runs import (Cell, base_name, fixed_settings, gua_statement, improvement, parser, run_cells, selection,
+                          split_grid)
+from ._report import chain, grouped, markdown_table, panel_figure, pct, sci, write_outputs
 
 #: variant -> (label, (rho_m, rho_v) or None: the spec's own soft statement); "none" is no GUA at all
 VARIANTS: dict[str, tuple[str, tuple[float, float] | None]] = {
@@ -185,10 +186,8 @@ def markdown(rows: list[dict], args, seed_list: list[int]) -> str:
              f"validate: {args.validate}.  rel-L2: mean ± sample std over the completed seeds; Imp. % = 100 (1 - "
              f"E_variant / E_none); R_u→R_p in %.  The paper shows Q4 as a figure only (fig:state_alignment); its "
              f"\"no GUA\" and \"soft ρ\" variants are the ConFIG rows of tab:full_q2_results (full-length training, "
-             f"five seeds), shown beside them.", "",
-             "| problem | grouping | variant | (ρ_m, ρ_v) | runs | rel-L2 | Imp. % vs none | R_u→R_p | "
-             "paper rel-L2 | paper Imp. % |",
-             "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+             f"five seeds), shown beside them.", ""]
+    cells = []
     for r in rows:
         setting = r["grouping"]
         if r["method"] != "config" or r["optimizer"] != "spec":
@@ -197,22 +196,21 @@ def markdown(rows: list[dict], args, seed_list: list[int]) -> str:
         rates = "-" if r["R_u"] is None else chain([r["R_u"]] + ([r["R_p"]] if r["R_p"] is not None else []))
         paper = sci(r["paper_rel_l2_mean"], r["paper_rel_l2_std"]) if r["paper_rel_l2_mean"] is not None else \
             (FIGURE_ONLY if r["paper_source"] == FIGURE_ONLY else "-")
-        lines.append(f"| {r['problem']} | {setting} | {VARIANTS[r['variant']][0]} | {_rho(r)} | {runs} | "
-                     f"{sci(r['rel_l2_mean'], r['rel_l2_std'])} | {_imp(r['imp'])} | {rates} | {paper} | "
-                     f"{_imp(r['paper_imp'])} |")
+        cells.append([r["problem"], setting, VARIANTS[r["variant"]][0], _rho(r), runs,
+                      sci(r["rel_l2_mean"], r["rel_l2_std"]), _imp(r["imp"]), rates, paper, _imp(r["paper_imp"])])
+    lines += markdown_table(["problem", "grouping", "variant", "(ρ_m, ρ_v)", "runs", "rel-L2", "Imp. % vs none",
+                             "R_u→R_p", "paper rel-L2", "paper Imp. %"], cells, left=4)
     return "\n".join(lines) + "\n"
 
 
 def figure(rows: list[dict]):
     """One panel per (problem, grouping): mean rel-L2 per variant with the std over seeds (bars, log scale), the
     paper's tab:full_q2_results numbers for no GUA and soft rho (dots)."""
-    cells = list(dict.fromkeys((r["problem"], r["grouping"], r["method"], r["optimizer"]) for r in rows)) \
-        or [("(none)", "", "", "")]
-    fig, axes = panels(len(cells))
     colors = {"none": "tab:gray", "direction": "tab:blue", "soft": "tab:red", "exact_m": "tab:orange",
               "exact_mv": "tab:purple"}
-    for ax, key in zip(axes, cells):
-        members = [r for r in rows if (r["problem"], r["grouping"], r["method"], r["optimizer"]) == key]
+
+    def draw(ax, cell):
+        key, members = cell
         xs = list(range(len(members)))
         any_value = False
         for x, r in zip(xs, members):
@@ -229,11 +227,12 @@ def figure(rows: list[dict]):
             ax.set_yscale("log")
         ax.set_xticks(xs, [VARIANTS[r["variant"]][0] for r in members], rotation=30, ha="right", fontsize=7)
         ax.set_ylabel("relative L2 error")
-        problem, grouping = key[0], key[1]
-        title = f"{_paper.LABELS.get(problem, problem)}, {_paper.LABELS.get(grouping, grouping)}"
+        title = _paper.setting_label(key[0], key[1])
         if key[2] and (key[2] != "config" or key[3] != "spec"):
             title += f" ({key[2]}, {key[3]})"
         ax.set_title(title, fontsize=9)
         if any(r["paper_rel_l2_mean"] for r in members):
             ax.legend(fontsize=6, loc="best")
-    return fig
+
+    return panel_figure(grouped(rows, lambda r: (r["problem"], r["grouping"], r["method"], r["optimizer"]),
+                                ("(none)", "", "", "")), draw)

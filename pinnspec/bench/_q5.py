@@ -24,9 +24,9 @@ import math
 import os
 
 from . import _paper
-from ._gum import (Cell, base_name, fixed_settings, panels, parser, run_cells, run_main, sci, selection,
-                   split_grid, write_outputs)
-from ._q2 import gua_statement
+from ._cli import run_main
+from ._paper_runs import Cell, base_name, fixed_settings, gua_statement, parser, run_cells, selection, split_grid
+from ._report import markdown_table, panel_figure, sci, write_outputs
 
 #: What the paper says of Q5 (Figure fig:overhead has no published numbers).
 PAPER_CLAIMS = (
@@ -113,32 +113,33 @@ def markdown(rows: list[dict], args, seed_list: list[int]) -> str:
     lines = ["# pinnspec bench q5: GUA's time and memory overhead", "",
              f"{args.epochs} epochs per run, seeds {','.join(map(str, seed_list))}, device {args.device}, "
              f"{args.jobs or 'default'} local job(s). Time: the training loop's wall time (mean over seeds); memory: "
-             f"{memory} (mean over seeds). Ratios are +GUA / base.", "",
-             "| problem | grouping | method | runs (+GUA + base) | rel-L2 base → +GUA (ratio) | time s base → +GUA "
-             "(ratio) | peak MiB base → +GUA (ratio) | +GUA R_p % |",
-             "|---|---|---|---|---:|---:|---:|---:|"]
-    for r in rows:
-        method = _paper.LABELS.get(base_name(r["method"]), r["method"])
-        lines.append(
-            f"| {r['problem']} | {r['grouping']} | {method} | {r['runs']} | {sci(r['base_rel_l2'])} → "
-            f"{sci(r['gua_rel_l2'])} ({_num(r['l2_ratio'], '.3f')}) | {_num(r['base_time_s'], '.1f')} → "
-            f"{_num(r['gua_time_s'], '.1f')} ({_num(r['time_ratio'], '.3f')}) | {_num(r['base_peak_mb'], '.0f')} → "
-            f"{_num(r['gua_peak_mb'], '.0f')} ({_num(r['memory_ratio'], '.3f')}) | {_num(r['gua_R_p'], '.1f')} |")
+             f"{memory} (mean over seeds). Ratios are +GUA / base.", ""]
+    cells = [[r["problem"], r["grouping"], _paper.LABELS.get(base_name(r["method"]), r["method"]), r["runs"],
+              f"{sci(r['base_rel_l2'])} → {sci(r['gua_rel_l2'])} ({_num(r['l2_ratio'], '.3f')})",
+              f"{_num(r['base_time_s'], '.1f')} → {_num(r['gua_time_s'], '.1f')} ({_num(r['time_ratio'], '.3f')})",
+              f"{_num(r['base_peak_mb'], '.0f')} → {_num(r['gua_peak_mb'], '.0f')} "
+              f"({_num(r['memory_ratio'], '.3f')})",
+              _num(r["gua_R_p"], ".1f")] for r in rows]
+    lines += markdown_table(["problem", "grouping", "method", "runs (+GUA + base)", "rel-L2 base → +GUA (ratio)",
+                             "time s base → +GUA (ratio)", "peak MiB base → +GUA (ratio)", "+GUA R_p %"],
+                            cells, left=4)
     lines += ["", "The paper (Figure fig:overhead, no numbers published):"] + [f"- {c}" for c in PAPER_CLAIMS]
     return "\n".join(lines) + "\n"
 
 
 def figure(rows: list[dict]):
     """One panel per ratio (rel-L2, time, memory): +GUA / base per (problem, grouping, method)."""
-    fig, axes = panels(3)
     labels = [f"{_paper.LABELS.get(r['problem'], r['problem'])} {_paper.LABELS.get(r['grouping'], r['grouping'])}"
               + ("" if r["method"] == "config" else f" {r['method']}") for r in rows]
-    for ax, (key, title) in zip(axes, (("l2_ratio", "rel-L2 ratio"), ("time_ratio", "training-time ratio"),
-                                       ("memory_ratio", "peak-memory ratio"))):
+
+    def draw(ax, panel):
+        key, title = panel
         values = [(i, r[key]) for i, r in enumerate(rows) if r[key] is not None]
         if values:
             ax.bar(*zip(*values), color="tab:red", alpha=0.8)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(range(len(rows)), labels, rotation=45, ha="right", fontsize=7)
         ax.set_title(f"{title} (+GUA / base)", fontsize=9)
-    return fig
+
+    return panel_figure([("l2_ratio", "rel-L2 ratio"), ("time_ratio", "training-time ratio"),
+                         ("memory_ratio", "peak-memory ratio")], draw)

@@ -11,10 +11,10 @@ tasks compete for a shared representation.
 
 The model (:class:`MultiTaskMLP`) is a shared trunk MLP (``--depth`` ReLU layers of ``--width``,
 standing in for the paper's convolutional backbone and its two fully connected layers) and m
-task-specific linear heads; each task's loss is binary cross-entropy.  One step, as the appendix
-describes ("GUA is applied to the same shared parameters after task-gradient aggregation and
-optimizer proposal. The task-specific classification heads are updated by the native optimizer
-but are not modified by GUA"):
+task-specific linear heads; each task's loss is binary cross-entropy.  One step
+(:class:`pinnspec.engine.MultiTaskOptimizer`), as the appendix describes ("GUA is applied to the same
+shared parameters after task-gradient aggregation and optimizer proposal. The task-specific
+classification heads are updated by the native optimizer but are not modified by GUA"):
 
     L = BCE per task on a batch                               [m]
     G_all = loss_gradients(L, shared + heads)                 [m, p_s + p_h]   (m backward passes)
@@ -34,7 +34,7 @@ paper's projection-solver appendix, "For CelebA settings with m > 8"; ``pinnspec
 Every configuration (m, method, optimizer, align, seed) runs in a fresh interpreter
 (``python -m pinnspec.bench._q6 --worker CONFIG_JSON``), ``--jobs`` at a time: its peak memory is
 its own -- ``torch.cuda.max_memory_allocated`` on CUDA, the RSS high-water mark on CPU (reset after
-setup, :mod:`pinnspec.bench._memory`).  Time per step is the median over the steps after the first
+setup, :mod:`pinnspec._rss`).  Time per step is the median over the steps after the first
 ``--warmup-steps``, timed around the step proper (batch, forward, G, surgery, proposal, alignment,
 apply); the per-step conflict diagnostics and the per-epoch test evaluation are outside the timed
 region.  On CUDA the table shows the wall clock (after a synchronisation); on CPU it shows the
@@ -51,34 +51,20 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
-from ._args import nonnegative, positive
-from ._gum import (EXIT_OK, EXIT_USER, BenchError, base_name, cell, names, panels, parser, pct, run_main, seeds,
-                   write_outputs)
+from . import _paper
+from ._cli import EXIT_OK, EXIT_USER, BenchError, nonnegative, positive, run_main
+from ._paper_runs import base_name, names, parser, seeds
+from ._report import cell, markdown_table, panel_figure, pct, write_outputs
 
-#: The paper's Q6 settings and findings, as data (``gradient-update-alignment.tex``).  The paper shows its
-#: per-m F1, time and memory only in a figure (fig:celeba_task_scaling); the numbers below are those its
-#: text and Table tab:celeba_training_settings state.
-PAPER_Q6 = {
-    "task_counts": {"value": (2, 3, 5, 10, 20, 30, 40), "source": "paper line 2677 (tab:celeba_training_settings)"},
-    "epochs": {"value": 15, "source": "paper line 2680 (tab:celeba_training_settings)"},
-    "batch_size": {"value": 256, "source": "paper line 2681 (tab:celeba_training_settings)"},
-    "optimizer": {"value": "adam", "source": "paper line 2682 (tab:celeba_training_settings)"},
-    "lr": {"value": 3e-4, "source": "paper line 2683 (tab:celeba_training_settings)"},
-    "seeds": {"value": (0, 1, 2), "source": "paper lines 2663-2664 (app:mtl_details)"},
-    # "improving the F1 in six of seven settings and achieving comparable performance at 20 tasks"
-    "f1_improved_settings": {"value": (6, 7), "source": "paper lines 722-724"},
-    "f1_comparable_at": {"value": 20, "source": "paper line 724"},
-    # "The additional memory cost remains small ..., reaching only 4.2% at 40 tasks"
-    "memory_overhead_pct": {"value": {40: 4.2}, "source": "paper lines 725-726"},
-    # "while training-time overhead becomes more pronounced for larger task counts"
-    "time_overhead": {"value": "more pronounced for larger task counts", "source": "paper lines 726-727"},
-}
+#: The paper's Q6 settings and findings (``pinnspec/bench/paper_findings.json``): its per-m F1, time and memory
+#: are in a figure only (fig:celeba_task_scaling); these are the numbers its text and Table
+#: tab:celeba_training_settings state.
+PAPER_Q6 = _paper.Q6
 
 ATTRIBUTES = 40  # CelebA's binary attributes (paper line 2677)
 LATENT = 12  # latent factors behind the generated attributes
@@ -214,12 +200,10 @@ def task_gradients(model: MultiTaskMLP, x, y):
     the m rows gives each head its own task's gradient)."""
     import torch
 
-    from ..engine import loss_gradients
+    from ..engine import multitask_gradients
 
     losses = task_losses(model, x, y)
-    G_all = loss_gradients(losses, model.params)  # [m, p_s + p_h]
-    G = G_all[:, : model.shared_numel]  # [m, p_s]
-    g_heads = G_all[:, model.shared_numel:].sum(dim=0)  # [p_h]
+    G, g_heads = multitask_gradients(losses, model.shared, model.heads)  # [m, p_s], [p_h]
     return G, g_heads, torch.stack([loss.detach() for loss in losses])
 
 
@@ -237,21 +221,6 @@ def f1_per_task(model: MultiTaskMLP, x, y):
     fn = (~predicted & truth).sum(dim=0).double()
     denominator = 2 * tp + fp + fn
     return torch.where(denominator > 0, 2 * tp / denominator.clamp_min(1), torch.zeros_like(tp)).cpu()
-
-
-def _apply(tensors, update, lr: float) -> None:
-    """theta <- theta - lr * update (the flat update split over the tensors)."""
-    import torch
-
-    with torch.no_grad():
-        for t, piece in zip(tensors, update.split([t.numel() for t in tensors])):
-            t.add_(piece.view_as(t), alpha=-lr)
-
-
-def _flat(tensors):
-    import torch
-
-    return torch.cat([t.detach().reshape(-1) for t in tensors])  # [p]
 
 
 # ====================================================================== one run
@@ -333,46 +302,28 @@ def build_chain(config: RunConfig):
     return chain
 
 
-@dataclass
-class StepRecord:
-    """What one step computed (all detached): the diagnostics' inputs."""
-
-    G: "torch.Tensor"  # [m, p_s]  loss-specific gradients w.r.t. the shared parameters
-    a: "torch.Tensor"  # [p_s]     constructed direction (surgery)
-    u: "torch.Tensor"  # [p_s]     optimizer proposal
-    p: "torch.Tensor"  # [p_s]     aligned update (p = u without alignment)
-    losses: "torch.Tensor"  # [m]
-
-
 class MultiTaskTraining:
-    """The update chain of one configuration on a :class:`MultiTaskMLP` (the module docstring's step):
-    surgery, proposal and alignment on the shared parameters, the optimizer's plain proposal on the heads
-    (app:mtl_details).  Built from the registries as ``pinnspec.engine.Trainer`` builds its stages."""
+    """One configuration's :class:`MultiTaskMLP` and its :class:`pinnspec.engine.MultiTaskOptimizer` (the
+    module docstring's step): surgery, proposal and alignment on the shared parameters, the optimizer's plain
+    proposal on the heads (app:mtl_details), at the optimizer's constant lr (the paper's table names no
+    schedule)."""
 
     def __init__(self, config: RunConfig, *, device):
         import torch
 
-        self.chain = build_chain(config)
-        self.optimizer, self.aligned = self.chain.optimizer, self.chain.aligned
+        from ..engine import MultiTaskOptimizer
+
+        chain = build_chain(config)
         init = torch.Generator().manual_seed(config.seed)  # CPU: the same network on every device
         self.model = MultiTaskMLP(config.features, config.width, config.depth, config.tasks, generator=init,
                                   device=device, dtype=torch.float32)
-        self.chain_generator = torch.Generator().manual_seed(config.seed + 2)  # PCGrad orders (ConFIG: none)
-        shared, heads = self.model.shared, self.model.heads
-        self.shared_state = self.chain.init(_flat(shared), [tuple(t.shape) for t in shared], config.tasks)
-        self.heads_state = self.optimizer.init(_flat(heads), [tuple(t.shape) for t in heads])
-        self.lr = float(self.optimizer.lr)  # constant: the paper's table names no schedule
+        self.optimizer = MultiTaskOptimizer(chain, self.model.shared, self.model.heads, tasks=config.tasks,
+                                            generator=torch.Generator().manual_seed(config.seed + 2))  # PCGrad orders
+        self.aligned = chain.aligned
 
-    def step(self, x, y) -> StepRecord:
-        """One step on the batch (x [B, d], y [B, m])."""
-        G, g_heads, losses = task_gradients(self.model, x, y)  # [m, p_s], [p_h], [m]
-        theta = _flat(self.model.shared)  # [p_s]
-        step = self.chain.update(G, theta, self.shared_state, generator=self.chain_generator)  # [p_s]
-        u_heads, heads_state = self.optimizer.propose(g_heads, self.heads_state, params=_flat(self.model.heads))
-        _apply(self.model.shared, step.p, self.lr)
-        _apply(self.model.heads, u_heads, self.lr)
-        self.shared_state, self.heads_state = step.state, heads_state
-        return StepRecord(G, step.a, step.u, step.p, losses)
+    def step(self, x, y):
+        """One step on the batch (x [B, d], y [B, m]): a ``pinnspec.engine.MultiTaskStep``."""
+        return self.optimizer.step(lambda: task_losses(self.model, x, y))
 
 
 def train_run(config: RunConfig, *, measure_memory: bool = False, data: SyntheticData | None = None) -> dict:
@@ -387,7 +338,7 @@ def train_run(config: RunConfig, *, measure_memory: bool = False, data: Syntheti
     from .._malloc import tune_allocator
     from ..align import ENUMERATION_MAX_TASKS, conflicts
     from ._common import clock, median, quiet_gc, resolve_device
-    from ._memory import read_status, reset_peak
+    from .._rss import read_status, reset_peak
 
     if not 1 <= config.tasks <= ATTRIBUTES:
         raise BenchError(f"m = {config.tasks}: the data set has {ATTRIBUTES} attributes (1 <= m <= {ATTRIBUTES})")
@@ -482,13 +433,11 @@ def train_run(config: RunConfig, *, measure_memory: bool = False, data: Syntheti
 # ====================================================================== workers
 def run_worker(config: RunConfig) -> dict:
     """``train_run`` in a fresh interpreter (its peak memory is its own); the worker's JSON result."""
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env["OMP_NUM_THREADS"] = str(config.threads)
-    command = [sys.executable, "-m", "pinnspec.bench._q6", "--worker", json.dumps(asdict(config))]
+    from ._common import run_fresh
+
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    done = run_fresh("pinnspec.bench._q6", ["--worker", json.dumps(asdict(config))],
+                     {"OMP_NUM_THREADS": str(config.threads)})
     if done.returncode != 0:
         lines = done.stdout.strip().splitlines()
         try:
@@ -595,12 +544,9 @@ def plan(args) -> list[RunConfig]:
     optimizers = [paper_optimizer(o) for o in names(args.optimizers, "--optimizers")]
     if parse_call(args.gua)[0] == "none":
         raise BenchError("--gua: the +GUA runs need an alignment other than none")
-    from ._common import BenchError as CommonError, resolve_device
+    from ._common import resolve_device
 
-    try:
-        device = str(resolve_device(args.device))
-    except CommonError as err:  # _common's own error class: run_main catches this module's
-        raise BenchError(str(err)) from None
+    device = str(resolve_device(args.device))
     threads = args.threads or 1  # a small MLP gains little from intra-op threads; on a busy CPU they make times swing
     common = dict(data_seed=args.data_seed, epochs=args.epochs, samples=args.samples, test_samples=args.test_samples,
                   features=args.features, width=args.width, depth=args.depth, batch_size=args.batch_size,
@@ -771,25 +717,24 @@ def markdown(rows: list[dict], args, configs: list[RunConfig], jobs: int) -> str
              f"more memory at m = 40 ({PAPER_Q6['memory_overhead_pct']['source']}).", ""]
     several = len({(r["method"], r["optimizer"]) for r in rows}) > 1
     time_key, time_ratio = ("step_ms", "time_ratio") if cuda else ("step_cpu_ms", "cpu_time_ratio")
-    head = "| m | " + ("method / optimizer | " if several else "") + (
-        "F1 ConFIG | F1 +GUA | ΔF1 | ms/step ConFIG | ms/step +GUA | time × | " + ("" if cuda else "wall × | ") +
-        "peak MiB ConFIG | peak MiB +GUA | "
-        "memory × | " + ("" if cuda else "growth MiB ConFIG→+GUA | ") +
-        "R_g | R_u ConFIG | R_u +GUA | R_p +GUA | projected | paper F1 | paper memory |")
-    lines += [head, "|" + "|".join("---:" for _ in range(head.count("|") - 1)) + "|"]
+    columns = ["m"] + (["method / optimizer"] if several else []) + [
+        "F1 ConFIG", "F1 +GUA", "ΔF1", "ms/step ConFIG", "ms/step +GUA", "time ×"] + ([] if cuda else ["wall ×"]) + [
+        "peak MiB ConFIG", "peak MiB +GUA", "memory ×"] + ([] if cuda else ["growth MiB ConFIG→+GUA"]) + [
+        "R_g", "R_u ConFIG", "R_u +GUA", "R_p +GUA", "projected", "paper F1", "paper memory"]
+    cells = []
     for r in rows:
-        who = f"{r['method']} / {r['optimizer']} | " if several else ""
-        growth = "" if cuda else f"{cell(r['base_growth_mib'])}→{cell(r['gua_growth_mib'])} | "
-        wall = "" if cuda else f"{_x(r['time_ratio'])} | "
         memory = "-" if r["paper_memory_overhead_pct"] is None else f"+{r['paper_memory_overhead_pct']:.1f} %"
         delta = "-" if r["delta_f1"] is None else f"{r['delta_f1']:+.4f}"
-        lines.append(
-            f"| {r['m']} | {who}{_f1(r['base_f1_mean'], r['base_f1_std'])} | {_f1(r['gua_f1_mean'], r['gua_f1_std'])} "
-            f"| {delta} | {cell(r[f'base_{time_key}'], 2)} | {cell(r[f'gua_{time_key}'], 2)} | {_x(r[time_ratio])} | "
-            f"{wall}"
-            f"{cell(r['base_peak_mib'])} | {cell(r['gua_peak_mib'])} | {_x(r['memory_ratio'])} | {growth}"
-            f"{cell(r['base_R_g'])} | {cell(r['base_R_u'])} | {cell(r['gua_R_u'])} | {cell(r['gua_R_p'])} | "
-            f"{cell(r['gua_projected'])} | {r['paper_f1']} | {memory} |")
+        cells.append(
+            [r["m"]] + ([f"{r['method']} / {r['optimizer']}"] if several else []) +
+            [_f1(r["base_f1_mean"], r["base_f1_std"]), _f1(r["gua_f1_mean"], r["gua_f1_std"]), delta,
+             cell(r[f"base_{time_key}"], 2), cell(r[f"gua_{time_key}"], 2), _x(r[time_ratio])] +
+            ([] if cuda else [_x(r["time_ratio"])]) +
+            [cell(r["base_peak_mib"]), cell(r["gua_peak_mib"]), _x(r["memory_ratio"])] +
+            ([] if cuda else [f"{cell(r['base_growth_mib'])}→{cell(r['gua_growth_mib'])}"]) +
+            [cell(r["base_R_g"]), cell(r["base_R_u"]), cell(r["gua_R_u"]), cell(r["gua_R_p"]),
+             cell(r["gua_projected"]), r["paper_f1"], memory])
+    lines += markdown_table(columns, cells, left=0)
     solvers = sorted({(r["m"], r["solver"]) for r in rows if r["solver"]})
     if solvers:
         lines += ["", "GUA's dual solver per m: " + ", ".join(f"m = {m}: {s}" for m, s in solvers)
@@ -801,35 +746,43 @@ def figure(rows: list[dict], cuda: bool = False):
     """Four panels against m: mean F1, time per step (CPU time on CPU, wall clock on CUDA), peak memory
     (ConFIG and +GUA), and R_u / R_p."""
     time_key = "step_ms" if cuda else "step_cpu_ms"
-    fig, axes = panels(4, width=3.6)
     pairs = list(dict.fromkeys((r["method"], r["optimizer"]) for r in rows))
     colors = {"base": "tab:gray", "gua": "tab:red"}
-    for method, optimizer in pairs:
-        mine = sorted((r for r in rows if (r["method"], r["optimizer"]) == (method, optimizer)), key=lambda r: r["m"])
-        label = "" if len(pairs) == 1 else f" ({base_name(method)}/{base_name(optimizer)})"
-        for prefix, name in (("base", "ConFIG"), ("gua", "+GUA")):
-            points = [(r["m"], r[f"{prefix}_f1_mean"], r[f"{prefix}_f1_std"]) for r in mine
-                      if r[f"{prefix}_f1_mean"] is not None]
-            if points:
-                xs, ys, es = zip(*points)
-                axes[0].errorbar(xs, ys, yerr=es, marker="o", color=colors[prefix], capsize=3, label=name + label)
-            for ax, key in ((axes[1], time_key), (axes[2], "peak_mib")):
-                points = [(r["m"], r[f"{prefix}_{key}"]) for r in mine if r[f"{prefix}_{key}"] is not None]
-                if points:
-                    ax.plot(*zip(*points), marker="o", color=colors[prefix], label=name + label)
-        for key, color, name in (("base_R_u", "tab:green", "R_u ConFIG"), ("gua_R_u", "tab:olive", "R_u +GUA"),
-                                 ("gua_R_p", "tab:red", "R_p +GUA")):
-            points = [(r["m"], r[key]) for r in mine if r[key] is not None]
-            if points:
-                axes[3].plot(*zip(*points), marker="o", color=color, label=name + label)
-    titles = ("mean F1 (test) ↑", f"{'' if cuda else 'CPU '}time per step (ms) ↓", "peak memory (MiB) ↓", "conflict rates (%)")
-    for ax, title in zip(axes, titles):
+    arms = (("base", "ConFIG"), ("gua", "+GUA"))
+
+    def draw(ax, panel):
+        what, title = panel
+        for method, optimizer in pairs:
+            mine = sorted((r for r in rows if (r["method"], r["optimizer"]) == (method, optimizer)),
+                          key=lambda r: r["m"])
+            label = "" if len(pairs) == 1 else f" ({base_name(method)}/{base_name(optimizer)})"
+            if what == "f1":
+                for prefix, name in arms:
+                    points = [(r["m"], r[f"{prefix}_f1_mean"], r[f"{prefix}_f1_std"]) for r in mine
+                              if r[f"{prefix}_f1_mean"] is not None]
+                    if points:
+                        xs, ys, es = zip(*points)
+                        ax.errorbar(xs, ys, yerr=es, marker="o", color=colors[prefix], capsize=3, label=name + label)
+            elif what == "rates":
+                for key, color, name in (("base_R_u", "tab:green", "R_u ConFIG"), ("gua_R_u", "tab:olive", "R_u +GUA"),
+                                         ("gua_R_p", "tab:red", "R_p +GUA")):
+                    points = [(r["m"], r[key]) for r in mine if r[key] is not None]
+                    if points:
+                        ax.plot(*zip(*points), marker="o", color=color, label=name + label)
+            else:  # a cost: time per step or peak memory
+                for prefix, name in arms:
+                    points = [(r["m"], r[f"{prefix}_{what}"]) for r in mine if r[f"{prefix}_{what}"] is not None]
+                    if points:
+                        ax.plot(*zip(*points), marker="o", color=colors[prefix], label=name + label)
         ax.set_xlabel("number of tasks m")
         ax.set_title(title, fontsize=9)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=6)
-    axes[3].set_ylim(-5, 105)
-    return fig
+        if what == "rates":
+            ax.set_ylim(-5, 105)
+
+    return panel_figure([("f1", "mean F1 (test) ↑"), (time_key, f"{'' if cuda else 'CPU '}time per step (ms) ↓"),
+                         ("peak_mib", "peak memory (MiB) ↓"), ("rates", "conflict rates (%)")], draw, width=3.6)
 
 
 if __name__ == "__main__":

@@ -59,15 +59,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 import torch
 
-from ._common import (EXIT_OK, BenchError, Parser, Table, add_common_arguments, clock, environment,
-                      environment_lines, find_spec, load_spec, median, ms, percent, quantile, quiet_gc, run_main,
+from ._cli import EXIT_OK, BenchError, Parser, run_main
+from ._common import (Table, add_common_arguments, clock, environment,
+                      environment_lines, find_spec, load_spec, median, ms, percent, quantile, quiet_gc, run_fresh,
                       setup, write_csv, write_markdown)
 from ._handwritten import HandWrittenBurgers
 from ._profile import STAGES, profile_pair, torch_profile
@@ -561,14 +561,9 @@ def _ratio_value(memory, key):
 # ====================================================================== memory (subprocesses)
 def measure_memory(who: str, config: dict) -> dict:
     """Run ``pinnspec.bench._memory`` for one contender in a fresh interpreter; its JSON result."""
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    if config["malloc"] == "stock":
-        env["PINNSPEC_MALLOC"] = "off"
-    command = [sys.executable, "-m", "pinnspec.bench._memory", json.dumps({**config, "contender": who})]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    done = run_fresh("pinnspec.bench._memory", [json.dumps({**config, "contender": who})],
+                     {"PINNSPEC_MALLOC": "off"} if config["malloc"] == "stock" else None)
     if done.returncode != 0:
         raise RuntimeError(f"the memory subprocess for {who} failed:\n{done.stderr[-4000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -579,7 +574,7 @@ def measure_memory(who: str, config: dict) -> dict:
 def memory_probe(config: dict) -> dict:
     """Inside the subprocess: build one contender, reset the RSS high-water mark, run epochs."""
     from .._malloc import tune_allocator
-    from ._memory import read_status, reset_peak
+    from .._rss import read_status, reset_peak
 
     tune_allocator()
     torch.set_num_threads(int(config["threads"]))
@@ -631,7 +626,7 @@ def compiler_footprint(device: torch.device) -> dict:
     """Inside the subprocess: the RSS that torch.compile itself adds to a process (dynamo, inductor,
     their caches and a compiled forward + backward of one tiny layer): carried by any compiled process,
     whatever its size, and part of a compiled contender's RSS."""
-    from ._memory import read_status
+    from .._rss import read_status
 
     before = read_status()["VmRSS"]
     layer = torch.compile(lambda x, w: torch.tanh(x @ w).sum(), fullgraph=True)

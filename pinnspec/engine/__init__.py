@@ -13,13 +13,15 @@ from ._gradients import loss_gradients
 from ._group import RunGroup, group_blocker
 from ._build import build_model, describe_execution, resolve_device
 from ._monitor import TrainingDiverged
+from ._multitask import MultiTaskOptimizer, MultiTaskStep, multitask_gradients
 from ._results import Result
 from ._run_state import RunState
 from ._trainer import Trainer
 
 __all__ = ["train", "resume", "load_run", "run_spec", "Result", "Trainer", "TrainingDiverged", "loss_gradients",
            "resolve_device", "UpdateChain", "ChainState", "ChainStep", "Checks", "Execution", "ExecutionPlan",
-           "plan_execution", "describe_execution", "RunGroup", "group_blocker", "RunState", "build_model"]
+           "plan_execution", "describe_execution", "RunGroup", "group_blocker", "RunState", "build_model",
+           "MultiTaskOptimizer", "MultiTaskStep", "multitask_gradients"]
 
 
 def _as_spec(spec):

@@ -33,7 +33,7 @@ def test_tables_and_statistics():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux")
 def test_rss_probe_reads_and_resets_the_high_water_mark():
-    from pinnspec.bench._memory import read_status, reset_peak
+    from pinnspec._rss import read_status, reset_peak
 
     status = read_status()
     assert 0 < status["VmRSS"] <= status["VmHWM"]

@@ -4,7 +4,7 @@ import csv
 from pathlib import Path
 
 from pinnspec import bench
-from pinnspec.bench import _gum, _paper
+from pinnspec.bench import _paper, _paper_runs
 
 TINY = str(Path(__file__).resolve().parents[1] / "engine" / "data" / "tiny.pinn")
 
@@ -48,8 +48,8 @@ def test_gum_user_errors(tmp_path, capsys):
 
 
 def test_base_name():
-    assert _gum.base_name("sgd(lr = 1e-2)") == "sgd"
-    assert _gum.base_name("adam") == "adam"
+    assert _paper_runs.base_name("sgd(lr = 1e-2)") == "sgd"
+    assert _paper_runs.base_name("adam") == "adam"
     assert "gum" in bench.BENCHMARKS and "q2" in bench.BENCHMARKS
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from pinnspec import bench
-from pinnspec.bench import _paper, _q2
+from pinnspec.bench import _paper, _paper_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = str(ROOT / "tests" / "engine" / "data" / "tiny.pinn")
@@ -42,13 +42,13 @@ def test_q2_end_to_end(tmp_path, capsys):
 
 
 def test_gua_keeps_the_specs_own_alignment(tmp_path):
-    assert _q2.gua_statement(str(ROOT / "specs" / "burgers.pinn")) == "gua(metric = adam, rho_m = 0.10, rho_v = 0.03)"
-    assert _q2.gua_statement(TINY) == "gua"
+    assert _paper_runs.gua_statement(str(ROOT / "specs" / "burgers.pinn")) == "gua(metric = adam, rho_m = 0.10, rho_v = 0.03)"
+    assert _paper_runs.gua_statement(TINY) == "gua"
 
 
 def test_improvement():
-    assert _q2.improvement(2.0, 1.0) == 50.0
-    assert _q2.improvement(None, 1.0) is None and _q2.improvement(0.0, 1.0) is None
+    assert _paper_runs.improvement(2.0, 1.0) == 50.0
+    assert _paper_runs.improvement(None, 1.0) is None and _paper_runs.improvement(0.0, 1.0) is None
 
 
 def test_q2_user_errors(tmp_path, capsys):

@@ -7,7 +7,7 @@ import pytest
 
 from pinnspec import bench
 from pinnspec.bench import _paper, _q4
-from pinnspec.bench._gum import BenchError
+from pinnspec.bench._cli import BenchError
 from pinnspec.lang import load
 from pinnspec.sweep import run_name
 
