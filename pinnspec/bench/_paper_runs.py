@@ -129,7 +129,9 @@ def split_grid(values: dict[str, list[str]]) -> tuple[dict[str, list[str]], dict
 
 
 def fixed_settings(args, **more) -> dict[str, str]:
-    fixed = {"epochs": str(args.epochs), "device": args.device, **more}
+    """The settings every run of a paper benchmark shares; the paper's plain runs (surgery none, no alignment)
+    count their conflict statistics at every step, as its tables do (`train diagnostics = every`)."""
+    fixed = {"epochs": str(args.epochs), "device": args.device, "diagnostics": "every", **more}
     if VALIDATE[args.validate]:
         fixed["validate"] = VALIDATE[args.validate]
     return fixed

@@ -295,7 +295,7 @@ def _last_model_predictions(run_dir: str, points: np.ndarray) -> np.ndarray:
     from ..engine import load_run
 
     trainer = load_run(run_dir, out=False, device="cpu")
-    return trainer._predict(torch.as_tensor(points, dtype=trainer.dtype)).double().numpy()
+    return trainer.evaluation.predict(torch.as_tensor(points, dtype=trainer.dtype)).double().numpy()
 
 
 def _predictions(run_dir: str):

@@ -2,7 +2,7 @@
 
 The Trainer is timed from the outside, without a copy of its step: for the
 duration of ``instrument(trainer)`` its collaborators are wrapped in timers
-(``_sample``, the model's forward, the derivative plans, ``problem.losses``,
+(the point stream's ``draw``, the model's forward, the derivative plans, ``problem.losses``,
 ``loss_gradients``, the surgery, ``optimizer.propose``, ``alignment.align``,
 ``conflict_indicators``, ``_apply``) and restored afterwards.  Whatever the step spends
 outside them is reported as "rest of step" (finite checks, the history row,
@@ -105,8 +105,8 @@ def instrument(trainer, device: torch.device):
         execute_module.loss_gradients = timers.wrap("loss-specific gradients", saved_module["loss_gradients"])
         chain_module.conflict_indicators = timers.wrap("diagnostics (conflicts)",
                                                        saved_module["conflict_indicators"])
-        # drawn ahead during the previous step (Trainer._draw_ahead): timed wherever it happens
-        trainer._sample = timers.wrap("sample points", type(trainer)._sample.__get__(trainer))
+        # drawn ahead during the previous step (PointStream.draw_ahead): timed wherever it happens
+        trainer.points.draw = timers.wrap("sample points", type(trainer.points).draw.__get__(trainer.points))
         trainer._apply = timers.wrap("apply update", type(trainer)._apply.__get__(trainer))
         problem.losses = timers.wrap("residuals + losses", type(problem).losses.__get__(problem))
         model = saved["model"]
@@ -133,8 +133,8 @@ def instrument(trainer, device: torch.device):
     finally:
         execute_module.loss_gradients = saved_module["loss_gradients"]
         chain_module.conflict_indicators = saved_module["conflict_indicators"]
-        for name in ("_sample", "_apply"):
-            trainer.__dict__.pop(name, None)
+        trainer.__dict__.pop("_apply", None)
+        trainer.points.__dict__.pop("draw", None)
         problem.__dict__.pop("losses", None)
         problem.plans.clear()
         problem.plans.update(saved_plans)

@@ -132,14 +132,14 @@ def probe_step(trainer, epoch: int, *, eps: float = W_EPS) -> ProbeSample | None
 
     if trainer.distributed:
         raise BenchError("bench q3 probes a single-process trainer, not a data-parallel one")
-    lr = float(trainer.schedule(epoch, trainer.epochs, trainer.optimizer.lr))
+    lr = float(trainer.schedule(epoch, trainer.epochs, trainer.chain.optimizer.lr))
     if lr <= 0:
         return None
     random_stream = trainer.chain_generator.get_state()
     saved = [t.detach().clone() for t in trainer.theta]
     try:
-        points = trainer._points_for(epoch)
-        hessian_due = trainer.chain.hessian_due(trainer.state)
+        points = trainer.points.at(epoch)
+        hessian_due = trainer.chain.hessian_due(trainer.chain_state)
         losses = trainer.execution.losses(points, eager=hessian_due)
         G = loss_gradients(losses.task_list, trainer.theta, retain_graph=hessian_due)  # [m, p]
         hessian = None
@@ -148,7 +148,7 @@ def probe_step(trainer, epoch: int, *, eps: float = W_EPS) -> ProbeSample | None
         base = torch.stack([loss.detach() for loss in losses.task_list]).to(torch.float64)  # [m]  L_i(theta_t)
         del losses
         theta = torch.cat([t.detach().reshape(-1) for t in trainer.theta])  # [p], as the step flattens it
-        step = trainer.chain.update(G, theta, trainer.state, hessian=hessian, generator=trainer.chain_generator)
+        step = trainer.chain.update(G, theta, trainer.chain_state, hessian=hessian, generator=trainer.chain_generator)
         u, p = step.u, step.p  # [p], [p]
         if not (torch.isfinite(base).all() and torch.isfinite(G).all() and torch.isfinite(p).all()):
             return None
@@ -189,19 +189,19 @@ def train_with_probes(trainer, *, every: int = DEFAULT_EVERY, eps: float = W_EPS
 
     run = ProbedRun()
     try:
-        for epoch in range(trainer.epoch, trainer.epochs):
+        for epoch in range(trainer.run_state.epoch, trainer.epochs):
             if epoch % every == 0:
                 sample = probe_step(trainer, epoch, eps=eps)
                 if sample is not None:
                     run.samples.append(sample)
             trainer.step(epoch)
-            trainer.epoch = epoch + 1
+            trainer.run_state.epoch = epoch + 1
         run.status = "completed"
     except TrainingDiverged as err:
         run.status, run.message = "diverged", str(err)
-    run.epochs_done = trainer.epoch
+    run.epochs_done = trainer.run_state.epoch
     if run.status == "completed":
-        run.rel_l2_final = trainer.rel_l2(trainer.test_points, trainer.test_reference)
+        run.rel_l2_final = trainer.evaluation.test_error()
     return run
 
 

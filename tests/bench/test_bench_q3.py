@@ -24,9 +24,9 @@ def _trainer(align="gua", surgery="config", grouping="three", epochs=40):
 
 
 def _advance(trainer, epochs):
-    for epoch in range(trainer.epoch, epochs):
+    for epoch in range(trainer.run_state.epoch, epochs):
         trainer.step(epoch)
-        trainer.epoch = epoch + 1
+        trainer.run_state.epoch = epoch + 1
 
 
 def _step_capturing_update(trainer, epoch):
@@ -38,14 +38,14 @@ def _step_capturing_update(trainer, epoch):
         trainer.step(epoch)
     finally:
         del trainer._apply
-    trainer.epoch = epoch + 1
+    trainer.run_state.epoch = epoch + 1
     (applied,) = captured
     return applied
 
 
 def _losses(trainer, epoch):
     """The m task losses [m] at the trainer's parameters on the points of ``epoch`` (float64)."""
-    losses = trainer.problem.losses(trainer.model, trainer._points_for(epoch), trainer.params, trainer.grouping.name)
+    losses = trainer.problem.losses(trainer.model, trainer.points.at(epoch), trainer.params, trainer.grouping.name)
     return torch.stack([loss.detach() for loss in losses.task_list]).double()
 
 
@@ -98,13 +98,13 @@ def test_probing_leaves_the_training_bit_identical(one_thread, surgery):
     assert any(s.projected for s in run.samples)
     for a, b in zip(probed.theta, plain.theta):
         assert torch.equal(a, b)
-    for a, b in zip(probed.optimizer.state_dict(probed.optimizer_state).values(),
-                    plain.optimizer.state_dict(plain.optimizer_state).values()):
+    for a, b in zip(probed.chain.optimizer.state_dict(probed.chain_state.optimizer).values(),
+                    plain.chain.optimizer.state_dict(plain.chain_state.optimizer).values()):
         assert all(torch.equal(x, y) for x, y in zip(a, b)) if isinstance(a, list) else \
             (torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b)
     assert torch.equal(probed.chain_generator.get_state(), plain.chain_generator.get_state())
-    assert probed.counters == plain.counters
-    assert run.rel_l2_final == plain.rel_l2(plain.test_points, plain.test_reference)
+    assert probed.run_state.counters == plain.run_state.counters
+    assert run.rel_l2_final == plain.evaluation.test_error()
 
 
 def test_norm_matched_has_the_norm_of_p_and_the_direction_of_u():

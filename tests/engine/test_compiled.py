@@ -20,8 +20,10 @@ TINY = ROOT / "tests" / "engine" / "data" / "tiny.pinn"
 
 
 def _spec(path, **settings):
+    """The spec in float64 on the CPU; every step takes the strategy's full step (G at every step: the tiny
+    spec's plain chain would sum between validations, tests/engine/test_summed_steps.py)."""
     spec = pinnspec.load(path)
-    return apply_overrides(spec, {"device": "cpu", "dtype": "float64", **settings})
+    return apply_overrides(spec, {"device": "cpu", "dtype": "float64", "diagnostics": "every", **settings})
 
 
 def _eager_losses_and_gradients(trainer):
