@@ -17,6 +17,8 @@
   the paper's.
 * ``pinnacle``: the PINNacle benchmark's cases (``benchmarks/pinnacle/cases``) x methods, scored with
   PINNacle's metrics next to its published numbers; many runs per GPU with ``--jobs``.
+* ``peers``: DeepXDE's Burgers example trained by DeepXDE (an optional extra) and by pinnspec, one thread
+  each, one run at a time: ms per iteration, loop seconds, their ratios, rel-L2 over the seeds.
 
 Every bench's command line goes through one parser, ``run_main`` and ``BenchError``
 (``pinnspec.bench._cli``); its table and figure through one writer each (``pinnspec.bench._report``).
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["BENCHMARKS", "main", "speed", "overhead", "gum", "q2", "q3", "q4", "q5", "q6", "pinnacle"]
+__all__ = ["BENCHMARKS", "main", "speed", "overhead", "gum", "q2", "q3", "q4", "q5", "q6", "pinnacle", "peers"]
 
 #: benchmark name -> one-line description (``pinnspec bench NAME``)
 BENCHMARKS = {
@@ -41,6 +43,7 @@ BENCHMARKS = {
     "q5": "Q5: training time and peak memory with and without GUA",
     "q6": "Q6: task-cardinality scaling m = 2..40 on a synthetic multi-task model, ConFIG vs ConFIG + GUA",
     "pinnacle": "PINNacle's cases x methods: L2RE, L1RE, MSE next to PINNacle's published vanilla and best",
+    "peers": "DeepXDE's Burgers example in DeepXDE and in pinnspec: ms per iteration, loop seconds, rel-L2",
 }
 
 

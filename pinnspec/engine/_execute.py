@@ -53,6 +53,8 @@ BATCHED, BATCHED_CHAIN_EAGER = GROUP_STRATEGIES
 #: the strategies whose summed steps take one backward pass of the weighted sum (`Execution.__call__`): not a
 #: CUDA graph's (its replay would need a second recorded graph) nor a group's (G comes from the group's graph)
 SUMMED_STRATEGIES = (ONE_GRAPH, TWO_GRAPHS, LOSSES_COMPILED, EAGER)
+#: a summing run's steps with the losses compiled: the losses and their weighted sum's gradient as one graph
+SUMMED_GRAPH = "summed graph"
 COMPILED_PARTS = {ONE_CUDA_GRAPH: {"step", "losses", "chain"}, ONE_GRAPH: {"step", "losses", "chain"},
                   TWO_GRAPHS: {"losses", "chain"}, LOSSES_COMPILED: {"losses"}, EAGER: set(),
                   BATCHED: {"losses", "chain"}, BATCHED_CHAIN_EAGER: {"losses"}}
@@ -178,8 +180,9 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     hessian = ("eager (the estimate needs double backward through the losses)" if chain.uses_hessian else None)
     summed = None
     if chain.sums_tasks and t.setting("diagnostics") == "validation":
-        summed = ("one backward pass of the weighted sum of the task losses, G and the conflict statistics at "
-                  "validation epochs only (surgery none, no alignment; train diagnostics = every: at every step)"
+        summed = ("one backward pass of the weighted sum of the task losses (with compile on: the losses and that "
+                  "gradient as one graph, 'summed graph'); G and the conflict statistics at validation epochs only, "
+                  "by the eager step (surgery none, no alignment; train diagnostics = every: at every step)"
                   + (f", and where {t.weights.name} measures G" if chain.weights.measures == "G" else "")
                   + ("; a CUDA graph's steps form G at every step" if compile_setting == "graphs"
                      and device.type == "cuda" else ""))
@@ -269,6 +272,8 @@ class EagerStep:
 class SummedGraph:
     """A summed step with the losses compiled: the task losses and the gradient of their weighted sum by one
     compiled graph (`CompiledLosses.summed`: one pullback per point set), the chain's step eagerly."""
+
+    name = SUMMED_GRAPH
 
     def __init__(self, ctx: StepContext, losses: CompiledLosses):
         self.ctx, self.compiled_losses = ctx, losses
@@ -431,6 +436,9 @@ class Execution:
 
     @property
     def current(self) -> str:
+        """The strategy that runs the steps now (a summing run's: "summed graph" where it compiles the losses)."""
+        if self.summing and "losses" in COMPILED_PARTS[self.strategy.name]:
+            return SUMMED_GRAPH
         return self.strategy.name
 
     def describe(self) -> str:
@@ -438,22 +446,30 @@ class Execution:
 
     def __call__(self, theta, points, state, queued, *, hessian_due: bool = False, summed: bool = False
                  ) -> StepOut:
-        """One step.  ``summed``: the update needs only the weighted sum of the task losses' gradients (a chain
-        that `sums_tasks`, on a step that logs no conflict statistics): one backward pass of that sum, by the
-        compiled losses where the strategy compiles them (`SummedGraph`), else eagerly; a CUDA-graph or group
-        strategy takes its full step."""
-        summed = summed and self.strategy.name in SUMMED_STRATEGIES
+        """One step.  In a summing run (`summing`) a ``summed`` step takes one backward pass of the weighted sum
+        of the task losses (by the compiled losses where the strategy compiles them: `SummedGraph`, else
+        eagerly), and its other steps (validation epochs: G and the conflict statistics) the eager full step;
+        otherwise every step is the strategy's full step (a CUDA graph's or a group's also in a summing chain)."""
+        summing = self.summing
         while True:
-            if hessian_due or (summed and "losses" not in COMPILED_PARTS[self.strategy.name]):
-                return self._eager(theta, points, state, queued, hessian_due=hessian_due, summed=summed)
+            compiled = "losses" in COMPILED_PARTS[self.strategy.name]
+            if hessian_due or (summing and not (summed and compiled)):
+                # a summing run's diagnosed steps (G every few hundred steps) run eagerly: no second graph
+                return self._eager(theta, points, state, queued, hessian_due=hessian_due, summed=summing and summed)
             try:
-                if not summed:
+                if not summing:
                     return self.strategy(theta, points, state, queued)
                 out = self._summed_graph()(theta, points, state, queued)
                 return out if out is not None else self._eager(theta, points, state, queued, summed=True)
             except Demote as failure:
                 self.notice(failure.notice)
                 self._demote(failure.part)
+
+    @property
+    def summing(self) -> bool:
+        """Whether the run's steps between validations take one backward pass of the weighted sum (the plan's
+        `summed_steps`, and a strategy that takes it: `SUMMED_STRATEGIES`)."""
+        return self.plan.summed_steps is not None and self.strategy.name in SUMMED_STRATEGIES
 
     def _summed_graph(self) -> SummedGraph:
         if self._summed is None:

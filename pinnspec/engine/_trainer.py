@@ -156,8 +156,8 @@ class Trainer:
                               self.distributed, point_weights=self._attend if self.chain.weights.pointwise else None)
         self.execution = Execution(self.plan, context, notice=self.monitor.notice)
         #: whether steps that log no conflict statistics take one backward pass of the weighted sum (`train
-        #: diagnostics = validation`, the default, and a chain that needs no more: `UpdateChain.sums_tasks`)
-        self.sums = self.chain.sums_tasks and t.setting("diagnostics") == "validation"
+        #: diagnostics = validation`, the default, and a chain that needs no more: the plan's `summed_steps`)
+        self.sums = self.plan.summed_steps is not None
         if not self.stages[k].second_order:
             for note in self.plan.notes:
                 self.monitor.notice(note, prefix=False)

@@ -1,0 +1,228 @@
+"""``pinnspec bench peers``: pinnspec beside DeepXDE on DeepXDE's own Burgers example, in one sitting.
+
+The problem, network, point counts and loss are DeepXDE's (its ``examples/pinn_forward/Burgers.py``):
+u_t + u u_x = (0.01/pi) u_xx on x in [-1, 1], t in [0, 0.99], u(x, 0) = -sin(pi x), u(+-1, t) = 0; a tanh MLP
+[2] + [20] x 3 + [1]; 2,540 domain, 80 boundary and 160 initial Hammersley points drawn once; the loss the mean
+squared PDE residual over every training point (domain, boundary and initial: DeepXDE's ``TimePDE``) plus the
+boundary and the initial condition's; Adam at 1e-3.  Each run is a fresh interpreter with one torch thread,
+one after another (never two at once); pinnspec trains eagerly and with ``compile = on``.  Reported: ms per
+iteration and the loop's seconds (the training call's wall time: DeepXDE's ``model.train``, pinnspec's
+``Trainer.run``, each with its own loss reports every 1,000 iterations), their ratios to DeepXDE's, and the
+rel-L2 of the final model on one 256 x 100 grid against the Cole-Hopf solution (pinnspec's
+``cole_hopf_burgers``), over the seeds.
+
+What differs: each tool draws its own Hammersley points of the same counts, and initialises its own network
+(DeepXDE: Glorot normal; pinnspec: Xavier uniform).  DeepXDE is an optional extra (``pip install
+pinnspec[peers]``); without it the bench says so and exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+from ._cli import EXIT_OK, BenchError, Parser, positive, run_main
+from ._report import markdown_table, write_outputs
+
+__all__ = ["main", "build_parser", "SPEC", "summarize"]
+
+NU = 0.01 / math.pi
+#: DeepXDE's Burgers example as a spec: the PDE restated on the boundary and initial points and pooled with the
+#: interior's (DeepXDE's TimePDE evaluates the PDE on every training point)
+SPEC = """problem burgersdeepxde
+space x in [-1, 1]
+time  t in [0, 0.99]
+field u
+let nu = 0.01/pi
+let residual = u_t + u*u_x - nu*u_xx
+equation burgers: residual = 0
+initial  ic: u = -sin(pi*x)
+boundary walls on x = -1, x = 1: u = 0
+boundary burgerswalls on x = -1, x = 1: residual = 0
+initial  burgersic: residual = 0
+grouping deepxde = [pool(burgers, burgerswalls, burgersic), walls, ic]
+points burgers 2540, walls 80, ic 160, burgerswalls 80, burgersic 160
+sampler hammersley
+resample never
+reference cole_hopf_burgers(nu = nu)
+validate test every 1000
+model     mlp(width = 20, depth = 3, activation = tanh, init = xavier)
+optimizer adam(lr = 1e-3)
+schedule  constant
+train     epochs = 5000, seed = 0, grouping = deepxde
+"""
+CONTENDERS = ("deepxde", "pinnspec eager", "pinnspec compile = on")
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="pinnspec bench peers", description=__doc__.split("\n\n")[0])
+    p.add_argument("--iterations", type=positive, default=5000, help="Adam iterations per run (default 5000)")
+    p.add_argument("--seeds", type=positive, default=3, help="seeds 0 .. N-1 per contender (default 3)")
+    p.add_argument("--contenders", default=",".join(CONTENDERS),
+                   help=f"comma-separated, of: {', '.join(CONTENDERS)} (default all)")
+    p.add_argument("--out", help="also write peers.md and peers.csv here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main(build_parser(), _run, argv)
+
+
+def _run(args) -> int:
+    from ._common import run_fresh
+
+    contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    unknown = [c for c in contenders if c not in CONTENDERS]
+    if unknown:
+        raise BenchError(f"unknown contender {', '.join(unknown)} (known: {', '.join(CONTENDERS)})")
+    if "deepxde" in contenders:
+        probe = run_fresh("pinnspec.bench._peers", ["--has-deepxde"], env=_ONE_THREAD)
+        if probe.returncode != 0:
+            raise BenchError("DeepXDE is not installed: pip install 'pinnspec[peers]' (DeepXDE with its torch "
+                             "backend), or leave it out with --contenders")
+    runs = []
+    for seed in range(args.seeds):  # the contenders interleaved, seed by seed: drifts of the machine hit all alike
+        for contender in contenders:
+            done = run_fresh("pinnspec.bench._peers", ["--worker", contender, str(seed), str(args.iterations)],
+                             env=_ONE_THREAD)
+            if done.returncode != 0:
+                raise BenchError(f"{contender}, seed {seed} failed:\n{done.stderr.strip()[-2000:]}")
+            record = json.loads(done.stdout.strip().splitlines()[-1])
+            runs.append(record)
+            print(f"{contender}, seed {seed}: {record['ms_per_iteration']:.2f} ms/iteration, "
+                  f"{record['loop_s']:.1f} s, rel-L2 {record['rel_l2']:.3e}", flush=True)
+    rows = summarize(runs, contenders)
+    text = markdown(rows, args.iterations, args.seeds)
+    print(text)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        write_outputs(args.out, "peers", text, list(rows[0]), rows)
+    return EXIT_OK
+
+
+_ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "DDE_BACKEND": "pytorch"}
+
+
+def summarize(runs: list[dict], contenders: list[str]) -> list[dict]:
+    """One row per contender: medians over the seeds of ms per iteration and loop seconds, their ratio to
+    DeepXDE's (None without it), and the rel-L2's mean, spread (min, max) and seeds."""
+    by = {c: [r for r in runs if r["contender"] == c] for c in contenders}
+    base = by.get("deepxde")
+    base_ms = statistics.median(r["ms_per_iteration"] for r in base) if base else None
+    base_s = statistics.median(r["loop_s"] for r in base) if base else None
+    rows = []
+    for contender, its in by.items():
+        ms = statistics.median(r["ms_per_iteration"] for r in its)
+        loop = statistics.median(r["loop_s"] for r in its)
+        errors = [r["rel_l2"] for r in its]
+        rows.append({"contender": contender, "seeds": len(its), "ms_per_iteration": ms,
+                     "ratio_ms": ms / base_ms if base_ms else None, "loop_s": loop,
+                     "ratio_loop": loop / base_s if base_s else None, "rel_l2_mean": statistics.fmean(errors),
+                     "rel_l2_min": min(errors), "rel_l2_max": max(errors),
+                     "execution": its[0].get("execution", "")})
+    return rows
+
+
+def markdown(rows: list[dict], iterations: int, seeds: int) -> str:
+    x = lambda v: "-" if v is None else f"{v:.2f}x"  # noqa: E731
+    table = markdown_table(
+        ["run", "ms / iteration", "vs DeepXDE", "loop s", "vs DeepXDE", "rel-L2 (mean; min-max)", "how"],
+        [[r["contender"], f"{r['ms_per_iteration']:.2f}", x(r["ratio_ms"]), f"{r['loop_s']:.1f}",
+          x(r["ratio_loop"]), f"{r['rel_l2_mean']:.3e}; {r['rel_l2_min']:.2e}-{r['rel_l2_max']:.2e}",
+          r["execution"]] for r in rows])
+    head = (f"DeepXDE's Burgers example, {iterations} Adam iterations, medians over {seeds} seed(s), one thread "
+            "per run, one run at a time:")
+    return "\n".join([head, ""] + table) + "\n"
+
+
+# ====================================================================== one run, in its own interpreter
+def _test_grid():
+    """The reference's own grid (Raissi's 256 x 100 points, t up to 0.99): the spec's test points too."""
+    from ..references import cole_hopf_burgers
+
+    return cole_hopf_burgers(nu=NU).grid()  # [N, 2]
+
+
+def _reference(points):
+    from ..references import cole_hopf_burgers
+
+    return cole_hopf_burgers(nu=NU)(points)  # [N, 1]
+
+
+def _rel_l2(prediction, reference) -> float:
+    import numpy as np
+
+    return float(np.linalg.norm(prediction - reference) / np.linalg.norm(reference))
+
+
+def run_deepxde(seed: int, iterations: int) -> dict:
+    """DeepXDE's example as its docs write it (torch backend), timed around ``model.train``."""
+    import deepxde as dde
+    import numpy as np
+
+    dde.config.set_random_seed(seed)
+    geomtime = dde.geometry.GeometryXTime(dde.geometry.Interval(-1, 1), dde.geometry.TimeDomain(0, 0.99))
+
+    def pde(x, y):
+        dy_x = dde.grad.jacobian(y, x, i=0, j=0)
+        dy_t = dde.grad.jacobian(y, x, i=0, j=1)
+        dy_xx = dde.grad.hessian(y, x, i=0, j=0)
+        return dy_t + y * dy_x - NU * dy_xx
+
+    bc = dde.icbc.DirichletBC(geomtime, lambda x: 0, lambda _, on_boundary: on_boundary)
+    ic = dde.icbc.IC(geomtime, lambda x: -np.sin(np.pi * x[:, 0:1]), lambda _, on_initial: on_initial)
+    data = dde.data.TimePDE(geomtime, pde, [bc, ic], num_domain=2540, num_boundary=80, num_initial=160)
+    net = dde.nn.FNN([2] + [20] * 3 + [1], "tanh", "Glorot normal")
+    model = dde.Model(data, net)
+    model.compile("adam", lr=1e-3)
+    started = time.perf_counter()
+    model.train(iterations=iterations, display_every=1000, verbose=0)
+    loop = time.perf_counter() - started
+    grid = _test_grid()
+    return {"loop_s": loop, "rel_l2": _rel_l2(model.predict(grid), _reference(grid)), "execution": "deepxde"}
+
+
+def run_pinnspec(seed: int, iterations: int, compile_setting: str) -> dict:
+    """The spec above through the public API, timed around ``Trainer.run`` (with ``compile = on`` the first
+    step compiles, inside the loop's time)."""
+    from ..engine import Trainer
+    from ..lang import apply_overrides, loads
+
+    spec = apply_overrides(loads(SPEC, filename="peers.pinn"),
+                           {"seed": seed, "epochs": iterations, "compile": compile_setting, "device": "cpu"})
+    trainer = Trainer(spec)
+    started = time.perf_counter()
+    trainer.run()
+    loop = time.perf_counter() - started
+    grid = _test_grid()
+    import torch
+
+    prediction = trainer.evaluation.predict(torch.as_tensor(grid, dtype=trainer.dtype)).double().numpy()
+    return {"loop_s": loop, "rel_l2": _rel_l2(prediction, _reference(grid)), "execution": trainer.execution.current}
+
+
+def _worker(argv: list[str]) -> int:
+    if argv == ["--has-deepxde"]:
+        import importlib.util
+
+        return 0 if importlib.util.find_spec("deepxde") is not None else 1
+    contender, seed, iterations = argv[1], int(argv[2]), int(argv[3])
+    import torch
+
+    torch.set_num_threads(1)
+    if contender == "deepxde":
+        record = run_deepxde(seed, iterations)
+    else:
+        record = run_pinnspec(seed, iterations, "off" if contender == "pinnspec eager" else "on")
+    record.update(contender=contender, seed=seed, iterations=iterations,
+                  ms_per_iteration=1e3 * record["loop_s"] / iterations)
+    print(json.dumps(record))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv[1:]))

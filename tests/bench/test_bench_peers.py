@@ -1,0 +1,53 @@
+"""`pinnspec bench peers`: DeepXDE's Burgers example in DeepXDE and in pinnspec, each run in a fresh interpreter
+with one thread; the summary's arithmetic on made-up records, and a short run of every contender."""
+
+import importlib.util
+
+import pytest
+
+from pinnspec.bench import _peers
+from pinnspec.lang import loads
+
+
+def test_the_spec_is_deepxdes_problem():
+    spec = loads(_peers.SPEC, filename="peers.pinn")
+    p = spec.ir
+    assert [c.name for c in p.coordinates] == ["x", "t"] and float(p.time.hi) == 0.99
+    (pool, walls, ic) = p.grouping("deepxde").tasks  # DeepXDE's loss: the PDE over every training point
+    assert {c for _, atom in pool.terms for c in atom.conditions} == {"burgers", "burgerswalls", "burgersic"}
+    counts = {tuple(s.conditions): s.count for s in _points(spec)}  # the PDE restated on the walls' and ic's points
+    assert counts == {("burgers",): 2540, ("walls", "burgerswalls"): 80, ("ic", "burgersic"): 160}
+    assert str(p.training.model) == "mlp(width = 20, depth = 3, activation = tanh, init = xavier)"
+
+
+def _points(spec):
+    from pinnspec.compiler import compile_spec
+
+    return compile_spec(spec).point_plan.sets
+
+
+def test_the_summary_takes_medians_and_ratios_to_deepxde():
+    runs = [{"contender": c, "ms_per_iteration": ms, "loop_s": ms * 5, "rel_l2": e, "execution": c}
+            for c, ms, e in [("deepxde", 5.0, 0.1), ("deepxde", 7.0, 0.3), ("deepxde", 6.0, 0.2),
+                             ("pinnspec eager", 3.0, 0.2), ("pinnspec eager", 4.0, 0.1), ("pinnspec eager", 9.0, 0.3)]]
+    rows = {r["contender"]: r for r in _peers.summarize(runs, ["deepxde", "pinnspec eager"])}
+    assert rows["deepxde"]["ms_per_iteration"] == 6.0 and rows["deepxde"]["ratio_ms"] == 1.0
+    assert rows["pinnspec eager"]["ratio_ms"] == pytest.approx(4.0 / 6.0)
+    assert rows["pinnspec eager"]["ratio_loop"] == pytest.approx(20.0 / 30.0)
+    assert rows["pinnspec eager"]["rel_l2_mean"] == pytest.approx(0.2) and rows["pinnspec eager"]["seeds"] == 3
+    alone = _peers.summarize(runs[3:], ["pinnspec eager"])[0]
+    assert alone["ratio_ms"] is None and "| - |" in _peers.markdown([alone], 10, 3)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepxde") is None, reason="DeepXDE (the peers extra) is not installed")
+def test_a_short_run_of_every_contender(tmp_path, capsys):
+    assert _peers.main(["--iterations", "30", "--seeds", "1", "--out", str(tmp_path),
+                        "--contenders", "deepxde,pinnspec eager"]) == 0
+    out = capsys.readouterr().out
+    assert "| deepxde |" in out and "| pinnspec eager |" in out and "1.00x" in out
+    assert (tmp_path / "peers.md").is_file() and (tmp_path / "peers.csv").is_file()
+
+
+def test_an_unknown_contender_is_a_usage_error(capsys):
+    assert _peers.main(["--contenders", "dexde"]) == 1
+    assert "unknown contender dexde" in capsys.readouterr().err
