@@ -55,6 +55,9 @@ BATCHED, BATCHED_CHAIN_EAGER = GROUP_STRATEGIES
 SUMMED_STRATEGIES = (ONE_GRAPH, TWO_GRAPHS, LOSSES_COMPILED, EAGER)
 #: a summing run's steps with the losses compiled: the losses and their weighted sum's gradient as one graph
 SUMMED_GRAPH = "summed graph"
+#: a summing run's steps where the one graph would run: the losses, their weighted sum's gradient and the chain's
+#: summed step as one graph
+SUMMED_ONE_GRAPH = "summed one graph"
 COMPILED_PARTS = {ONE_CUDA_GRAPH: {"step", "losses", "chain"}, ONE_GRAPH: {"step", "losses", "chain"},
                   TWO_GRAPHS: {"losses", "chain"}, LOSSES_COMPILED: {"losses"}, EAGER: set(),
                   BATCHED: {"losses", "chain"}, BATCHED_CHAIN_EAGER: {"losses"}}
@@ -344,14 +347,18 @@ class OneGraph:
     float64 device tensors fed from one step to the next (what CUDA graphs need: a recorded graph replays
     the same kernel arguments at every step), else ints, symbolic in the graph (`STEP_COUNTS`)."""
 
-    def __init__(self, ctx: StepContext, losses: CompiledLosses, *, steps_on_device: bool):
+    def __init__(self, ctx: StepContext, losses: CompiledLosses, *, steps_on_device: bool, summed: bool = False):
+        """``summed``: the graph takes the gradient of the weighted sum of the task losses and the chain's
+        `update_summed` (a summing run's steps between validations), not G."""
         self.ctx, self.compiled_losses, self.steps_on_device = ctx, losses, steps_on_device
         self.name = ONE_CUDA_GRAPH if steps_on_device and losses.mode == "reduce-overhead" else ONE_GRAPH
+        if summed:
+            self.name = SUMMED_ONE_GRAPH
         self.calls = 0  # completed calls
         self.device_steps: dict[str, torch.Tensor] | None = None  # state name -> its step count, on the device
         # static shapes: the point sets' sizes never change (static kernels were faster than dynamic ones)
-        self.compiled = torch.compile(_bound(_one_graph_step, ctx.chain), fullgraph=True,
-                                      dynamic=False if steps_on_device else None, mode=losses.mode)
+        self.compiled = torch.compile(_bound(_one_graph_summed_step if summed else _one_graph_step, ctx.chain),
+                                      fullgraph=True, dynamic=False if steps_on_device else None, mode=losses.mode)
 
     def state_loaded(self) -> None:
         """The trainer's state was replaced (a resume): the device copies of the step counts are stale."""
@@ -409,6 +416,15 @@ def _one_graph_step(chain: UpdateChain, fused, theta, inputs, counts, surgery_st
     return tasks, conditions, G, chain.update(G, theta, ChainState(surgery_state, optimizer_state, weights))
 
 
+def _one_graph_summed_step(chain: UpdateChain, fused, theta, inputs, counts, surgery_state, optimizer_state,
+                           weights=None):
+    """The summed one-graph step: (tasks [m], conditions [C], None, the chain's summed step) from the gradient
+    of sum_i lambda_i L_i (lambda = ``weights``, or 1), a pure function of its arguments (compiled whole)."""
+    lam = weights.to(theta.dtype) if weights is not None else theta.new_ones(fused.m)  # [m]
+    tasks, conditions, g = fused.summed(theta, inputs, counts, lam)
+    return tasks, conditions, None, chain.update_summed(g, theta, ChainState(surgery_state, optimizer_state, weights))
+
+
 def _bound(fn, chain: UpdateChain):
     """``fn`` with a code object of its own (see `own_code`), its first argument bound to ``chain``."""
     return types.MethodType(own_code(fn), chain)
@@ -428,7 +444,7 @@ class Execution:
     _index: int = 0
     _losses: CompiledLosses | None = None
     _eager: EagerStep | None = None
-    _summed: SummedGraph | None = None
+    _summed: StepFn | None = None
 
     def __post_init__(self):
         self._eager = EagerStep(self.ctx, self.plan.engine)
@@ -436,9 +452,10 @@ class Execution:
 
     @property
     def current(self) -> str:
-        """The strategy that runs the steps now (a summing run's: "summed graph" where it compiles the losses)."""
+        """The strategy that runs the steps now (a summing run's: its summed step's where it compiles the
+        losses)."""
         if self.summing and "losses" in COMPILED_PARTS[self.strategy.name]:
-            return SUMMED_GRAPH
+            return SUMMED_ONE_GRAPH if self.strategy.name == ONE_GRAPH else SUMMED_GRAPH
         return self.strategy.name
 
     def describe(self) -> str:
@@ -471,9 +488,13 @@ class Execution:
         `summed_steps`, and a strategy that takes it: `SUMMED_STRATEGIES`)."""
         return self.plan.summed_steps is not None and self.strategy.name in SUMMED_STRATEGIES
 
-    def _summed_graph(self) -> SummedGraph:
-        if self._summed is None:
-            self._summed = SummedGraph(self.ctx, self.compiled_losses())
+    def _summed_graph(self) -> StepFn:
+        """A summing run's summed step for the current strategy: the summed one graph in place of the one graph,
+        else the summed losses compiled with the chain eagerly (built once each)."""
+        one = self.strategy.name == ONE_GRAPH
+        if self._summed is None or (self._summed.name == SUMMED_ONE_GRAPH) != one:
+            self._summed = (OneGraph(self.ctx, self.compiled_losses(), steps_on_device=False, summed=True) if one
+                            else SummedGraph(self.ctx, self.compiled_losses()))
         return self._summed
 
     def losses(self, points: Points, *, eager: bool = False) -> Losses:
