@@ -176,32 +176,27 @@ class ProbedRun:
     """A training run with its probes."""
 
     samples: list[ProbeSample] = field(default_factory=list)
-    status: str = "running"  # "completed" | "diverged"
+    status: str = "running"  # the Result's: "completed" | "diverged" | "interrupted"
     epochs_done: int = 0
     rel_l2_final: float | None = None
     message: str = ""
 
 
 def train_with_probes(trainer, *, every: int = DEFAULT_EVERY, eps: float = W_EPS) -> ProbedRun:
-    """Train ``trainer`` from its current epoch to the end, probing every ``every``-th epoch (epoch % every
-    == 0; the warmup's eta = 0 epoch has no comparison) before the step that follows it."""
-    from ..engine import TrainingDiverged
-
+    """Train ``trainer`` (`Trainer.run`) from its current epoch to the end, probing every ``every``-th epoch
+    (epoch % every == 0; the warmup's eta = 0 epoch has no comparison) before the step that follows it."""
     run = ProbedRun()
-    try:
-        for epoch in range(trainer.run_state.epoch, trainer.epochs):
-            if epoch % every == 0:
-                sample = probe_step(trainer, epoch, eps=eps)
-                if sample is not None:
-                    run.samples.append(sample)
-            trainer.step(epoch)
-            trainer.run_state.epoch = epoch + 1
-        run.status = "completed"
-    except TrainingDiverged as err:
-        run.status, run.message = "diverged", str(err)
-    run.epochs_done = trainer.run_state.epoch
+
+    def probe(epoch: int) -> None:
+        if epoch % every == 0:
+            sample = probe_step(trainer, epoch, eps=eps)
+            if sample is not None:
+                run.samples.append(sample)
+
+    result = trainer.run(before_epoch=probe)
+    run.status, run.message, run.epochs_done = result.status, result.message, result.epochs_done
     if run.status == "completed":
-        run.rel_l2_final = trainer.evaluation.test_error()
+        run.rel_l2_final = result.rel_l2_final
     return run
 
 

@@ -24,6 +24,7 @@ import os
 import time
 import warnings
 from dataclasses import replace
+from typing import Callable
 
 import torch
 
@@ -340,7 +341,10 @@ class Trainer:
         return row
 
     # ================================================================== run
-    def run(self) -> Result:
+    def run(self, *, before_epoch: Callable[[int], object] | None = None) -> Result:
+        """Train to the last epoch (or a stop: Ctrl-C, divergence); the result.  ``before_epoch(epoch)``: called
+        before each epoch trains, e.g. to measure the state a step starts from (it must leave the run as it
+        found it)."""
         if self.run_state.group_lane is not None and self.run_state.epoch < self.epochs:
             result = resume_in_lane(self)  # resumed from a group: on in its lane
             if result is not None:
@@ -348,6 +352,8 @@ class Trainer:
         self.begin_run()
         try:
             for epoch in range(self.run_state.epoch, self.epochs):
+                if before_epoch is not None:
+                    before_epoch(epoch)
                 if not self.train_epoch(epoch):
                     break
         finally:
