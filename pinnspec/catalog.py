@@ -135,7 +135,8 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     # pass over every point set and one batched pullback of all tasks (m times the backward's arithmetic);
     # auto: on on CUDA, off elsewhere
     "stack": ("choice:auto|on|off|sets", "auto"),
-    "compile": ("choice:off|on|graphs", "off"),
+    # auto: on where the run is long enough to win back its first, compiling step (pinnspec.engine._autocompile)
+    "compile": ("choice:off|on|graphs|auto", "off"),
     # a run stops as diverged when its loss exceeds this factor times its lowest loss so far (0: never)
     "diverge_factor": ("number", 1e6),
     # when a chain that needs only the weighted sum of the task gradients (surgery none, align none) forms G

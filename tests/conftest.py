@@ -7,8 +7,16 @@ import os
 # on 2 cores).  Set before torch reads it; TORCHINDUCTOR_VEC_ISA_OK=1 runs the suite on vectorised kernels.
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "0")
 
+import tempfile  # noqa: E402
+
 import pytest  # noqa: E402
+from torch._inductor.runtime.cache_dir_utils import default_cache_dir  # noqa: E402
 from torch.overrides import TorchFunctionMode  # noqa: E402
+
+# pinnspec's records (`compile = auto`) in a folder of the session, not the user's cache; torch's compile cache
+# where torch keeps it by default (`pinnspec train` moves it to the user's cache folder), warm across sessions
+os.environ.setdefault("PINNSPEC_CACHE_DIR", tempfile.mkdtemp(prefix="pinnspec-cache-"))
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", default_cache_dir())
 
 pytest_plugins = ["pytester"]  # tests/test_conftest.py runs the hooks below on small test files
 

@@ -38,6 +38,8 @@ from . import _schedule  # noqa: F401  (registers the schedules)
 from ._build import DTYPES, build_model, check_dense_stages, resolve_device
 from ._chain import ChainState, UpdateChain
 from ._artifacts import to_device
+from ._autocompile import CompileRecords, decide_compile, use_compile_cache
+from ._autocompile import key as compile_key
 from ._execute import Execution, StepContext, StepOut, StepValues, fetch, plan_execution, with_host_steps
 from ._group import resume_in_lane
 from ._monitor import Evaluation, Monitor, TrainingDiverged
@@ -77,15 +79,19 @@ class Trainer:
             self.rank, self.world = dist.get_rank(), dist.get_world_size()
             if self.rank != 0:
                 out, progress, log = None, False, None
+        self.device = resolve_device(device_override or spec.ir.training.setting("device"))
+        if distributed and self.device.type == "cuda":
+            self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", self.rank)) % torch.cuda.device_count())
+        use_compile_cache()  # torch's compile cache in the user's cache folder, unless TORCHINDUCTOR_CACHE_DIR is set
+        compiling = None
+        if spec.ir.training.setting("compile") == "auto":  # decided once, here; config.pinn records on or off
+            spec, compiling = decide_compile(spec, self.device, rank=self.rank if distributed else None)
         self.distributed, self.spec, self.out, self.log = distributed, spec, out, log
         p = spec.ir
         t = p.training
         self.epochs = int(t.setting("epochs"))
         self.seed = int(t.setting("seed"))
         self.checkpoint_every = int(t.setting("checkpoint_every"))
-        self.device = resolve_device(device_override or t.setting("device"))
-        if distributed and self.device.type == "cuda":
-            self.device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", self.rank)) % torch.cuda.device_count())
         #: the stages in order (one without `stage` statements) and the epoch each begins at
         self.stages = t.stage_list()
         self.stage_starts = [sum(s.epochs for s in self.stages[:k]) for k in range(len(self.stages))]
@@ -136,6 +142,10 @@ class Trainer:
         self._stop_requested = False
         self._previous_sigint = self._started = None  # set while the run trains (`begin_run`)
         self.monitor.announce()
+        if compiling is not None:
+            self.monitor.notice(compiling, prefix=False)
+        #: the first compiled step's seconds go to the user's records (`compile = auto` reads them)
+        self._first_step_record = self.plan.mode is not None and self.rank == 0
         if self.stages[0].second_order:
             self._setup_stage(0)
             self._initial_stage_state(0)
@@ -380,7 +390,11 @@ class Trainer:
             stage = max(k for k, start in enumerate(self.stage_starts) if start <= epoch)
             if stage != self.stage_index:
                 self._begin_stage(stage)
+            started = time.perf_counter()
             row = self.step(epoch) if launched is None else self.step(epoch, launched)
+            if self._first_step_record:  # the step's one fetch waited for the device: its whole time
+                self._first_step_record = False
+                CompileRecords().put(compile_key(self.spec, self.device), time.perf_counter() - started)
         except TrainingDiverged as err:
             run.status, run.message = "diverged", str(err)
             run.history.append({"epoch": run.epoch + 1, "loss": float("nan")})

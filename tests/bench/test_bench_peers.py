@@ -27,7 +27,7 @@ def _points(spec):
 
 
 def test_the_summary_takes_medians_and_ratios_to_deepxde():
-    runs = [{"contender": c, "ms_per_iteration": ms, "loop_s": ms * 5, "rel_l2": e, "execution": c}
+    runs = [{"contender": c, "ms_per_iteration": ms, "loop_s": ms * 5, "rel_l2": e, "execution": c, "setup_s": 1.0}
             for c, ms, e in [("deepxde", 5.0, 0.1), ("deepxde", 7.0, 0.3), ("deepxde", 6.0, 0.2),
                              ("pinnspec eager", 3.0, 0.2), ("pinnspec eager", 4.0, 0.1), ("pinnspec eager", 9.0, 0.3)]]
     rows = {r["contender"]: r for r in _peers.summarize(runs, ["deepxde", "pinnspec eager"])}
