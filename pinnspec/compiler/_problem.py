@@ -217,6 +217,10 @@ class CompiledProblem:
         self.by_set: dict[int, list[ConditionKernels]] = {}
         for ck in self.condition_kernels.values():
             self.by_set.setdefault(ck.set_index, []).append(ck)
+        #: the joint eager residuals' network passes (`residuals`): the sets a pool of the grouping joins (a PDE's
+        #: loss over the interior, boundary and initial points) in one pass with their plans' union, each other
+        #: set alone; (set indices in ``by_set`` order, the pass's plan)
+        self.passes = self._passes(p.grouping(grouping), needs)
         #: the point sets an adaptive sampler (`rad`, `rard`, `r3`) redraws from the residual: those whose
         #: conditions are all equations; every other set is drawn by its base sampler
         self.adaptive: AdaptiveSampler | None = (self.point_plan.sampler
@@ -343,14 +347,42 @@ class CompiledProblem:
 
     # ================================================================== residuals and losses
     def residuals(self, model, points: Points, params: dict[str, torch.Tensor] | None = None, *,
-                  engine: str | None = None) -> dict[str, torch.Tensor]:
+                  engine: str | None = None, joint: bool = False) -> dict[str, torch.Tensor]:
         """condition -> residuals [N, n_components] on its points (``engine``: the derivative engine,
-        default the spec's)."""
+        default the spec's): one network pass per point set, or (``joint``) per entry of `passes`, the sets a
+        pool joins in one pass (the same values to rounding)."""
         params = params or {}
         out: dict[str, torch.Tensor] = {}
-        for index in self.by_set:
-            out.update(self.set_residuals(index, model, points.sets[index], params, engine=engine))
+        for indices, plan in self.passes if joint else [((index,), self.plans[index]) for index in self.by_set]:
+            if len(indices) == 1:
+                out.update(self.set_residuals(indices[0], model, points.sets[indices[0]], params, engine=engine))
+            else:
+                out.update(self._joint_residuals(model, indices, [points.sets[i] for i in indices], plan, params,
+                                                 engine))
         return out
+
+    def _passes(self, grouping: ir.Grouping, needs: dict[int, set]) -> list[tuple[tuple[int, ...], DerivativePlan]]:
+        """`passes`: the compiled sets joined where one pool of ``grouping`` holds conditions of several."""
+        group = {index: index for index in self.by_set}  # set -> a representative (union-find)
+
+        def root(index: int) -> int:
+            while group[index] != index:
+                index = group[index]
+            return index
+
+        for task in grouping.tasks:
+            for _, atom in task.terms:
+                if isinstance(atom, ir.PoolLoss):
+                    joined = [root(self.condition_kernels[c].set_index) for c in atom.conditions
+                              if c in self.condition_kernels]
+                    for other in joined[1:]:
+                        group[other] = joined[0]
+        members: dict[int, list[int]] = {}
+        for index in self.by_set:
+            members.setdefault(root(index), []).append(index)
+        return [(tuple(indices), self.plans[indices[0]] if len(indices) == 1 else
+                 DerivativePlan.build(set().union(*(needs[i] for i in indices)), self.fields, self.coordinates))
+                for indices in members.values()]
 
     def set_residuals(self, index: int, model, s: TorchPointSet, params: dict[str, torch.Tensor], *,
                       engine: str | None = None) -> dict[str, torch.Tensor]:
@@ -367,11 +399,17 @@ class CompiledProblem:
         every set's points and periodic partners together (the union of the sets' derivative plans).  One pass
         instead of one per set: fewer, larger kernels, and derivatives computed where no condition reads them
         (`FusedGradients` takes it with ``train stack = sets``: `stacking`)."""
+        return self._joint_residuals(model, tuple(self.by_set), sets, self.union_plan, params, engine)
+
+    def _joint_residuals(self, model, indices: tuple[int, ...], sets: list[TorchPointSet], plan: DerivativePlan,
+                         params: dict[str, torch.Tensor], engine: str | None) -> dict[str, torch.Tensor]:
+        """The residuals of the sets ``indices`` (points ``sets``) by one network pass of ``plan`` (their needs'
+        union) over their points and periodic partners together."""
         blocks = [s.x for s in sets] + [s.partner for s in sets if s.partner is not None]  # points, then partners
-        values = self.derivatives(model, self.union_plan, torch.cat(blocks), engine=engine)
+        values = self.derivatives(model, plan, torch.cat(blocks), engine=engine)
         pieces = {key: value.split([len(b) for b in blocks]) for key, value in values.items()}  # key -> per block
         out, partner_block = {}, len(sets)
-        for block, (index, s) in enumerate(zip(self.by_set, sets)):
+        for block, (index, s) in enumerate(zip(indices, sets)):
             needs = self.plans[index].needs
             partner_values = None
             if s.partner is not None:
@@ -584,10 +622,11 @@ class CompiledProblem:
 
     def losses(self, model, points: Points, params: dict[str, torch.Tensor] | None = None,
                grouping: str | None = None, *, engine: str | None = None, point_weights=None,
-               causal_weights: dict[str, torch.Tensor] | None = None) -> Losses:
+               causal_weights: dict[str, torch.Tensor] | None = None, joint: bool = False) -> Losses:
         """The m task losses (and every condition's) of ``grouping`` on ``points``, eagerly (``engine``: the
-        derivative engine, default the spec's; ``point_weights``, ``causal_weights``: see `condition_sum`)."""
-        residuals = self.residuals(model, points, params, engine=engine)
+        derivative engine, default the spec's; ``point_weights``, ``causal_weights``: see `condition_sum`;
+        ``joint``: see `residuals`)."""
+        residuals = self.residuals(model, points, params, engine=engine, joint=joint)
         sums = {name: self.condition_sum(name, r, points.sets[self.condition_kernels[name].set_index].x,
                                          point_weights, causal_weights)
                 for name, r in residuals.items()}

@@ -248,12 +248,13 @@ class EagerStep:
     def __init__(self, ctx: StepContext, engine: str | None = None):
         self.ctx, self.engine = ctx, engine
 
-    def __call__(self, theta, points, state, queued, *, hessian_due: bool = False, summed: bool = False
-                 ) -> StepOut:
-        """``summed``: one backward pass of sum_i lambda_i L_i instead of G (a chain that `sums_tasks`)."""
+    def __call__(self, theta, points, state, queued, *, hessian_due: bool = False, summed: bool = False,
+                 joint: bool = False) -> StepOut:
+        """``summed``: one backward pass of sum_i lambda_i L_i instead of G (a chain that `sums_tasks`);
+        ``joint``: the sets a pool joins in one network pass (`CompiledProblem.residuals`)."""
         ctx = self.ctx
         losses = ctx.problem.losses(ctx.model, points, ctx.params, ctx.grouping, engine=self.engine,
-                                    point_weights=ctx.point_weights)
+                                    point_weights=ctx.point_weights, joint=joint)
         if summed:
             g = loss_gradients([_weighted_sum(losses.task_list, state.weights)], ctx.theta,
                                retain_graph=hessian_due)[0]  # [p]
@@ -471,13 +472,16 @@ class Execution:
         while True:
             compiled = "losses" in COMPILED_PARTS[self.strategy.name]
             if hessian_due or (summing and not (summed and compiled)):
-                # a summing run's diagnosed steps (G every few hundred steps) run eagerly: no second graph
-                return self._eager(theta, points, state, queued, hessian_due=hessian_due, summed=summing and summed)
+                # a summing run's diagnosed steps (G every few hundred steps) run eagerly: no second graph; its
+                # eager steps evaluate the sets a pool joins in one pass
+                return self._eager(theta, points, state, queued, hessian_due=hessian_due, summed=summing and summed,
+                                   joint=summing)
             try:
                 if not summing:
                     return self.strategy(theta, points, state, queued)
                 out = self._summed_graph()(theta, points, state, queued)
-                return out if out is not None else self._eager(theta, points, state, queued, summed=True)
+                return out if out is not None else self._eager(theta, points, state, queued, summed=True,
+                                                               joint=True)
             except Demote as failure:
                 self.notice(failure.notice)
                 self._demote(failure.part)

@@ -20,8 +20,11 @@ CHAINS = [{"surgery": "none", "align": "none"}, {"surgery": "config", "align": "
 
 
 def _trainer(out=None, log=None, **settings) -> Trainer:
+    """A run of the tiny spec, compiled; G at every step (`diagnostics = every`), as in a group, so that a run
+    alone and in a group take the same strategy."""
     spec = apply_overrides(pinnspec.load(TINY), {"device": "cpu", "dtype": "float64", "compile": "on",
-                                                 "epochs": "6", "validate": "100 every 3", **settings})
+                                                 "epochs": "6", "validate": "100 every 3", "diagnostics": "every",
+                                                 **settings})
     return Trainer(spec, out, log=log)
 
 
