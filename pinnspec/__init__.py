@@ -20,8 +20,9 @@ def compile(spec):  # noqa: A001  (the public name of the stage)
     """Compile a spec (or a path to a .pinn file) into a torch problem:
     ``problem.sample(epoch)``, ``problem.losses(model, points)``, ``problem.reference(x)``."""
     from .compiler import compile_spec
+    from .lang import Spec, load
 
-    return compile_spec(spec)
+    return compile_spec(spec if isinstance(spec, Spec) else load(spec))
 
 
 

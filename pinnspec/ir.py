@@ -146,7 +146,7 @@ class DomainInterior:
 class DomainBoundary:
     """Parts of the domain's boundary (times the time interval).
 
-    parts: indices into ``domain.shape.boundary_parts()``, each lying on the domain's boundary;
+    parts: indices into ``domain.boundary_parts(shape)``, each lying on the domain's boundary;
     on:    what the selector named, for messages (``hole1``, ``x = -0.5``, ``boundary``).
     ``dn`` on it is ``n . grad u`` with the outward normal ``normal(coordinate)`` per point.
     """

@@ -11,11 +11,11 @@ The alignment stage is the last of the update chain, which
     a -> u = optimizer.propose(a, ...) -> p, state = alignment.align(u, G, tentative, optimizer, params=theta)
 """
 
-from ._cone import ENUMERATION_MAX_TASKS, project, solve_dual
+from ._cone import ENUMERATION_MAX_TASKS, project, solve_dual, unit_rows
 from ._conflicts import CONFLICT_EPS, CONFLICT_THRESHOLD, conflict_indicators, conflict_mask, conflicting, conflicts
 from ._gua import CHANGE_THRESHOLD, GUA, NoAlignment
 
-__all__ = ["project", "solve_dual", "conflicts", "conflicting", "conflict_mask", "conflict_indicators", "GUA",
+__all__ = ["unit_rows", "project", "solve_dual", "conflicts", "conflicting", "conflict_mask", "conflict_indicators", "GUA",
            "NoAlignment", "make", "ENUMERATION_MAX_TASKS", "CONFLICT_EPS", "CONFLICT_THRESHOLD", "CHANGE_THRESHOLD"]
 
 

@@ -292,7 +292,7 @@ def load_spec(path: str, *, points: dict[str, int] | None = None, overrides: dic
     ``overrides`` applied (``pinnspec.lang._overrides.apply_overrides`` keys); the test and validation
     points are cut to 100 each (:data:`STEP_ONLY_OVERRIDES`) unless ``overrides`` says otherwise."""
     from ..lang import SpecError, load, loads
-    from ..lang._overrides import apply_overrides
+    from ..lang import apply_overrides
 
     try:
         spec = load(path)

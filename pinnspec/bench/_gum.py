@@ -86,7 +86,7 @@ def markdown(rows: list[dict], args, seed_list: list[int]) -> str:
 
 def figure(rows: list[dict]):
     """One panel per (problem, grouping): measured R_g and R_u per optimizer (bars), the paper's (dots)."""
-    from ..plots._style import R_COLORS
+    from ..plots import R_COLORS
 
     def draw(ax, cell):
         (problem, grouping), members = cell

@@ -56,7 +56,7 @@ def parser(prog: str, description: str, *, methods: tuple[str, ...], optimizers:
 
 
 def names(text: str, what: str) -> list[str]:
-    from ..sweep._plan import split_values
+    from ..sweep import split_values
 
     values = [v for v in split_values(text) if v]
     if not values:
@@ -67,7 +67,7 @@ def names(text: str, what: str) -> list[str]:
 
 
 def seeds(text: str) -> list[int]:
-    from ..sweep._plan import parse_seeds
+    from ..sweep import parse_seeds
 
     return parse_seeds(text)
 

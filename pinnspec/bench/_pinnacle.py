@@ -171,7 +171,7 @@ def enforceable(path: str) -> list[str]:
     conditions whose transform checks pass), in file order: each one tried alone, then added one at a time
     to those kept while the spec still checks (data that disagree where two meet keep the later one a loss)."""
     from ..lang import SpecError, load
-    from ..lang._overrides import apply_overrides
+    from ..lang import apply_overrides
 
     spec = load(path)
     kept: list[str] = []
@@ -301,7 +301,7 @@ def _last_model_predictions(run_dir: str, points: np.ndarray) -> np.ndarray:
 def _predictions(run_dir: str):
     """The run's predictions.npz, read as ``pinnspec plot`` reads it (no pickles: a run directory's file
     executes no code)."""
-    from ..plots._run import read_predictions
+    from ..plots import read_predictions
 
     return read_predictions(os.path.join(run_dir, "predictions.npz"))
 
@@ -391,7 +391,7 @@ def _run(args) -> int:
 def _total_epochs(path: str, overrides: dict[str, str]) -> int:
     """The epochs of the spec at ``path`` with ``overrides`` (a spec error names the file and the override)."""
     from ..lang import SpecError, load
-    from ..lang._overrides import apply_overrides
+    from ..lang import apply_overrides
 
     try:
         return int(apply_overrides(load(path), overrides).ir.training.setting("epochs"))

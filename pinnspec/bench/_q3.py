@@ -263,7 +263,7 @@ def _finished(task: dict) -> dict | None:
 
 
 def _pool_init(threads: int) -> None:
-    from ..sweep._worker import set_threads
+    from ..sweep import set_threads
 
     set_threads(threads)
 
@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args, log=_stderr) -> int:
     from ..sweep import Sweep, plan
-    from ..sweep._sweep import cpu_count, default_jobs
+    from ..sweep import cpu_count, default_jobs
 
     chosen = selection(args)
     problems, groupings, methods, optimizers = chosen.problems, chosen.groupings, chosen.methods, chosen.optimizers

@@ -93,7 +93,7 @@ def coefficients(spec_path: str, statement: str, optimizer: str | None = None) -
     ``none`` or an optimizer without state alignment."""
     from .. import align, optim  # noqa: F401  (register the built-in names)
     from ..lang import SpecError, load
-    from ..lang._overrides import apply_overrides
+    from ..lang import apply_overrides
     from ..registry import ALIGN, OPTIMIZERS
 
     overrides = {"align": statement, **({"optimizer": optimizer} if optimizer else {})}

@@ -38,7 +38,7 @@ def chain(values) -> str:
 # ====================================================================== the figure
 def panels(n: int, width: float = 4.2, height: float = 3.0):
     """A figure of ``n`` panels, three to a row (the unused ones hidden), and its ``n`` axes."""
-    from ..plots._style import new_figure
+    from ..plots import new_figure
 
     cols = min(n, 3)
     rows = max(1, math.ceil(n / cols))
@@ -80,7 +80,7 @@ def write_outputs(out: str, stem: str, markdown: str, columns: list[str], rows: 
 
 def write_figure(figure, path: str) -> str:
     """``figure`` as a PNG at ``path`` (written atomically, its folder made); returns ``path``."""
-    from ..plots._style import save
+    from ..plots import save
 
     save(figure, path)
     return path

@@ -373,7 +373,7 @@ def time_plate_sampling(path: str, interior: int, *, draws: int, device: torch.d
     from ..compiler import compile_spec
 
     spec = load_spec(path, points={"laplace": interior, **PLATE_BOUNDARY})
-    problem = compile_spec(spec)
+    problem = compile_spec(spec.ir)
     problem.sample(0, seed, device=device, dtype=dtype)
     seconds = []
     with quiet_gc():

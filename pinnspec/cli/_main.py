@@ -52,7 +52,7 @@ def _warn_files_outside_domain(path: str, spec) -> None:
     the spec trains, but those rows are not the solution's)."""
     if spec.ir.domain is None:
         return
-    from ..sampling._regions import files_outside_domain  # numpy only
+    from ..sampling import files_outside_domain  # numpy only
 
     for message in files_outside_domain(spec.ir):
         print(f"{path}: warning: {message}", file=sys.stderr)
@@ -91,13 +91,13 @@ def _cmd_show(args) -> int:
             raise UserError(f"{args.file}: error: {err}") from None
         return EXIT_OK
     if args.stage in ("ast", "ir"):
-        from ..lang._show import format_ast, format_ir
+        from ..lang import format_ast, format_ir
 
         print(format_ast(spec.ast) if args.stage == "ast" else format_ir(spec.ir))
         return EXIT_OK
     from ..compiler import compile_spec
 
-    problem = compile_spec(spec, spec.ir.grouping().name)  # what the spec's grouping trains
+    problem = compile_spec(spec.ir, spec.ir.grouping().name)  # what the spec's grouping trains
     print(problem.describe_plan() if args.stage == "plan" else problem.kernel_source, end="\n")
     return EXIT_OK
 
@@ -118,9 +118,9 @@ def _parse_params(items: list[str]) -> dict[str, float]:
 def _cmd_verify(args) -> int:
     spec = _load(args.file)
     from ..compiler import compile_spec
-    from ..compiler._verify import format_checks, verify
+    from ..compiler import format_checks, verify
 
-    problem = compile_spec(spec)
+    problem = compile_spec(spec.ir)
     try:
         checks = verify(problem, seed=args.seed, params=_parse_params(args.param), rtol=args.rtol)
     except ValueError as err:
@@ -244,7 +244,7 @@ def _require_run_file(run_dir: str, name: str) -> str:
 
 def _spec_with_overrides(args):
     """The spec FILE with the command line's overrides applied (each named as typed in its errors)."""
-    from ..lang._overrides import apply_overrides, flag_text, set_text
+    from ..lang import apply_overrides, flag_text, set_text
 
     overrides, written = {}, {}
     for key in _TRAIN_FLAGS:
@@ -258,7 +258,7 @@ def _spec_with_overrides(args):
 
 def _claim_run_dir(out: str, overwrite: bool, announce: bool = True) -> None:
     """Refuse to train into a directory that holds files, unless ``overwrite`` (then say what was replaced)."""
-    from ..engine._artifacts import RunDirInUse, claim_run_dir
+    from ..engine import RunDirInUse, claim_run_dir
 
     try:
         removed = claim_run_dir(out, overwrite)
@@ -353,7 +353,7 @@ def _eval_outside_domain(trainer) -> list[str]:
         return []
     import torch
 
-    from ..sampling._regions import farthest_outside, outside_domain
+    from ..sampling import farthest_outside, outside_domain
 
     points = evaluation.test_points.double().cpu().numpy()  # [N, d]
     found = farthest_outside(domain, trainer.spec.ir.coordinates, points)

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import sympy
 
 from .. import ir
-from ..forward._program import carried, order_key
+from ..forward import carried, order_key
 from ._codegen import derivative_key
 from ._plan import LinearOperator, MultiIndex
 

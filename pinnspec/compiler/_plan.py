@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..forward._program import LinearOperator, MultiIndex, carried, combine, order_key  # noqa: F401  (re-exported)
+from ..forward import LinearOperator, MultiIndex, carried, combine, order_key  # noqa: F401  (re-exported)
 
 #: (field index, multi-index) for a field or one derivative; (field index, LinearOperator) for a combination
 Key = tuple[int, "MultiIndex | LinearOperator"]

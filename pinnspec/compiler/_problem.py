@@ -26,10 +26,9 @@ import torch
 from .. import ir
 from ..forward import forward_values
 from ..registry import REFERENCES, UnknownNameError
-from ..sampling import PointPlan, PointSet, box_points, grid_points, load_reference, uniform_interior_points
-from ..sampling._adaptive import AdaptiveSampler
-from ..sampling._regions import domain_points, inside_domain, sample_region
-from ..sampling._table import TableColumns, TableInterpolator, table_interpolator
+from ..sampling import (AdaptiveSampler, PointPlan, PointSet, TableColumns, TableInterpolator, box_points, domain_points,
+                        grid_points, inside_domain, load_reference, sample_region, table_interpolator,
+                        uniform_interior_points)
 from ._causal import CausalChunks
 from ._enforce import HardConstrained, constrained_problem
 from ._codegen import Kernel, build_kernels, generate_kernel
@@ -118,7 +117,7 @@ def host_to_device(a, dtype, device) -> torch.Tensor:
 
 
 class CompiledProblem:
-    def __init__(self, spec, *, enforce: bool = True, grouping: str | None = None):
+    def __init__(self, problem, *, enforce: bool = True, grouping: str | None = None):
         """``enforce``: rewrite the residuals for the spec's hard constraints (`constrained_problem`): the
         problem a `HardConstrained` network trains on; False: the conditions as written (``verify`` runs the
         exact solution through them).  ``grouping``: compile only the conditions its tasks use, and the
@@ -126,10 +125,12 @@ class CompiledProblem:
         task (`left_out`) is then neither evaluated nor logged: the points it shares with others carry no
         derivative rows for it.  None: every condition.  The points are drawn for every condition either way
         (a sampler's base draws are the same whichever grouping trains; an adaptive sampler redraws from the
-        residuals of the compiled conditions alone, those that train)."""
-        self.spec = spec
-        self.ir: ir.Problem = constrained_problem(spec.ir) if enforce else spec.ir
-        self.enforces = enforce and bool(spec.ir.hard_constraints)
+        residuals of the compiled conditions alone, those that train).  ``problem``: the checked problem's IR
+        (``ir.Problem``), or a checked spec holding it (``.ir``)."""
+        #: the problem as written (before `enforce` rewrites its residuals)
+        self.written: ir.Problem = getattr(problem, "ir", problem)
+        self.ir: ir.Problem = constrained_problem(self.written) if enforce else self.written
+        self.enforces = enforce and bool(self.written.hard_constraints)
         p = self.ir
         used = None if grouping is None else set(p.enforced).union(*(t.conditions for t in p.grouping(grouping).tasks))
         conditions = tuple(c for c in p.conditions if used is None or c.name in used)
@@ -556,9 +557,9 @@ class CompiledProblem:
 
     def constrained(self, net):
         """``net`` with the spec's hard constraints applied to its outputs (`HardConstrained`), or ``net``."""
-        if not self.spec.ir.hard_constraints:
+        if not self.written.hard_constraints:
             return net
-        columns = tuple(self.fields.index(h.field) for h in self.spec.ir.hard_constraints)
+        columns = tuple(self.fields.index(h.field) for h in self.written.hard_constraints)
         return HardConstrained(net, self.constraint_transform, columns)
 
     def residual_magnitudes(self, index: int, x: np.ndarray, model, params: dict[str, torch.Tensor] | None = None,

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import geometry, ir
-from ..geometry._boundary import _on_boundary, _Scale
-from ..geometry._faces import BoxFace, PlaneFace, SegmentFace, SphereFace
+from ..geometry import BoundaryScale, BoxFace, PlaneFace, SegmentFace, SphereFace, on_boundary
 
 SEGMENT_POINTS = 64  # Gauss–Legendre points per direction on a side, an edge, a box domain
 CIRCLE_POINTS = 512  # equally spaced points on a circle
@@ -147,13 +146,13 @@ def _sphere_fine(center, radius):
 
 
 def domain_boundary_rule(domain: ir.Domain, parts: tuple[int, ...]) -> Rule:
-    """A rule on the parts (indices into ``domain.shape.boundary_parts()``) of the domain's boundary, with the
+    """A rule on the parts (indices into ``domain.boundary_parts(shape)``) of the domain's boundary, with the
     domain's outward normals: each part's face rule where the whole face is on the boundary, else the cut rule
     restricted to the points on it."""
     shape = domain.shape
     every = geometry.boundary_parts(shape)
     window = shape.bounds()
-    scale = _Scale.of(window)
+    scale = BoundaryScale.of(window)
     rules = []
     for index in parts:
         part = every[index]
@@ -161,11 +160,11 @@ def domain_boundary_rule(domain: ir.Domain, parts: tuple[int, ...]) -> Rule:
         whole = not isinstance(face, PlaneFace)
         if whole:
             points, weights, normals = _face_rule(face, window, cut=False)
-            rows, outward = _on_boundary(shape, part, points, normals, scale)
+            rows, outward = on_boundary(shape, part, points, normals, scale)
             whole = len(rows) == len(points)
         if not whole:
             points, weights, normals = _face_rule(face, window, cut=True)
-            rows, outward = _on_boundary(shape, part, points, normals, scale)
+            rows, outward = on_boundary(shape, part, points, normals, scale)
         rules.append(Rule(points[rows], weights[rows], outward))
     return Rule.join(rules)
 

@@ -24,7 +24,7 @@ import torch
 
 from .. import ir
 from ..sampling import box_points
-from ..sampling._regions import domain_points
+from ..sampling import domain_points
 from ._codegen import build_kernels, generate_kernel
 from ._problem import CompiledProblem
 
@@ -80,7 +80,7 @@ def verify(problem: CompiledProblem, *, seed: int = 0, params: dict[str, float] 
     every enforced condition on the constrained output A + D * u* (its data must come back to
     `ENFORCE_RTOL`: a row '<condition> (enforced)')."""
     if problem.enforces or problem.left_out:  # every condition as written: the exact solution is the field
-        problem = CompiledProblem(problem.spec, enforce=False)
+        problem = CompiledProblem(problem.written, enforce=False)
     if problem.exact_kernel is None:
         raise ValueError(f"the problem '{problem.ir.name}' has no 'exact' solution: verify needs one "
                          "(add 'exact FIELD = EXPR, ...')")

@@ -11,6 +11,7 @@ from ._chain import ChainState, ChainStep, Checks, UpdateChain
 from ._execute import Execution, ExecutionPlan, plan_execution
 from ._gradients import loss_gradients
 from ._group import RunGroup, group_blocker
+from ._artifacts import RunDirInUse, claim_run_dir, load_checkpoint
 from ._build import build_model, describe_execution, resolve_device
 from ._monitor import TrainingDiverged
 from ._multitask import MultiTaskOptimizer, MultiTaskStep, multitask_gradients
@@ -21,7 +22,8 @@ from ._trainer import Trainer
 __all__ = ["train", "resume", "load_run", "run_spec", "Result", "Trainer", "TrainingDiverged", "loss_gradients",
            "resolve_device", "UpdateChain", "ChainState", "ChainStep", "Checks", "Execution", "ExecutionPlan",
            "plan_execution", "describe_execution", "RunGroup", "group_blocker", "RunState", "build_model",
-           "MultiTaskOptimizer", "MultiTaskStep", "multitask_gradients"]
+           "MultiTaskOptimizer", "MultiTaskStep", "multitask_gradients", "load_checkpoint", "claim_run_dir",
+           "RunDirInUse"]
 
 
 def _as_spec(spec):

@@ -110,7 +110,7 @@ def _decide(spec, device: torch.device, records: CompileRecords | None) -> tuple
     epochs = int(t.setting("epochs"))
     on = apply_overrides(spec, {"compile": "on"})
     grouping = on.ir.grouping()
-    problem = compile_spec(on, grouping.name)
+    problem = compile_spec(on.ir, grouping.name)
     model = build_model(on, problem, device=device, dtype=DTYPES[t.stage_list()[0].dtype])
     chain = UpdateChain.from_training(on.ir.training)
     plan = plan_execution(problem, model, chain, grouping=grouping.name, num_losses=grouping.m, device=device)

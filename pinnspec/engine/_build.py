@@ -91,7 +91,7 @@ def describe_execution(spec) -> str:
     device = resolve_device(t.setting("device"))
     dtype = torch.float64 if t.setting("dtype") == "float64" else torch.float32
     grouping = spec.ir.grouping()
-    problem = compile_spec(spec, grouping.name)
+    problem = compile_spec(spec.ir, grouping.name)
     model = build_model(spec, problem, device=device, dtype=dtype)
     plan = plan_execution(problem, model, UpdateChain.from_training(spec.ir.training), grouping=grouping.name,
                           num_losses=grouping.m, device=device)

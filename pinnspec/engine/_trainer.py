@@ -101,7 +101,7 @@ class Trainer:
         self.stage_index = 0
         self.dtype = DTYPES[self.stages[0].dtype]
         self.grouping = p.grouping()
-        self.problem = compile_spec(spec, self.grouping.name)
+        self.problem = compile_spec(p, self.grouping.name)
         if distributed and self.problem.causal:
             raise ValueError("causal weighting takes each time chunk's mean over all of its points: data-parallel "
                              "runs (point sets split over ranks) do not take it; train without --distributed")

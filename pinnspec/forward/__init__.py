@@ -11,7 +11,7 @@ only first-order autograd.
 
 from ._activations import activation_derivatives, plain_tanh
 from ._engine import LAYOUTS, forward_values, propagate, supports
-from ._program import closure, faa_di_bruno
+from ._program import LinearOperator, MultiIndex, carried, closure, combine, faa_di_bruno, order_key
 
-__all__ = ["LAYOUTS", "activation_derivatives", "closure", "faa_di_bruno", "forward_values", "plain_tanh", "propagate",
+__all__ = ["LinearOperator", "MultiIndex", "carried", "combine", "order_key", "LAYOUTS", "activation_derivatives", "closure", "faa_di_bruno", "forward_values", "plain_tanh", "propagate",
            "supports"]

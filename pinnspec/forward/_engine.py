@@ -24,8 +24,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..models._layers import Network
-from ..models._mlp import ACTIVATIONS, MLP
+from ..models import ACTIVATIONS, MLP, Network
 from ._activations import DERIVATIVES, scaled_derivatives
 from ._jet import JET_OPS, Jet
 from ._program import (LinearOperator, MultiIndex, Products, carried, closure, combine, input_operator_rows,

@@ -12,7 +12,9 @@ boundary, ``> 0`` outside (the sign convention of :mod:`._shapes`).
 """
 
 from ._shapes import Ball, Box, Difference, HalfSpace, Intersection, Polygon, Primitive, Shape, Union
-from ._boundary import BoundaryPart, boundary_parts, part_measures, parts_named, sample_boundary
+from ._boundary import (BoundaryPart, BoundaryScale, boundary_parts, on_boundary, part_measures, parts_named,
+                        sample_boundary)
+from ._faces import BoxFace, Face, PlaneFace, SegmentFace, SphereFace
 from ._interior import estimate_measure, sample_interior
 
 __all__ = [
@@ -26,6 +28,13 @@ __all__ = [
     "Difference",
     "Intersection",
     "BoundaryPart",
+    "BoundaryScale",
+    "on_boundary",
+    "Face",
+    "BoxFace",
+    "PlaneFace",
+    "SegmentFace",
+    "SphereFace",
     "boundary_parts",
     "parts_named",
     "part_measures",

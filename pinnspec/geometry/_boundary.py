@@ -33,7 +33,8 @@ import numpy as np
 from ._faces import Face, Window
 from ._shapes import Difference, Intersection, Primitive, Shape, Union
 
-__all__ = ["BoundaryPart", "boundary_parts", "parts_named", "part_measures", "sample_boundary"]
+__all__ = ["BoundaryPart", "BoundaryScale", "boundary_parts", "on_boundary", "parts_named", "part_measures",
+           "sample_boundary"]
 
 #: candidate points per part for the Monte Carlo measure of a part cut by other operands; the first
 #: MEASURE_FIRST_DRAWS decide whether the face is cut at all (all on, or all off: not cut, no more draws)
@@ -53,7 +54,7 @@ _KEEP_SIGN = {Union: (1.0, 1.0), Intersection: (-1.0, -1.0), Difference: (1.0, -
 class BoundaryPart:
     """One face of one primitive occurrence, as it lies on a shape's boundary.
 
-    index:     position in ``shape.boundary_parts()`` (``part_index`` of :func:`sample_boundary`).
+    index:     position in ``boundary_parts(shape)`` (``part_index`` of :func:`sample_boundary`).
     primitive: the primitive whose face this is.
     path:      the operands from the shape down to the primitive (0 = left, 1 = right of each
                ``+``, ``-``, ``&``); it tells two uses of one primitive apart.
@@ -116,19 +117,19 @@ def parts_named(shape: Shape, name: str) -> list[BoundaryPart]:
 
 
 @dataclass(frozen=True)
-class _Scale:
+class BoundaryScale:
     tolerance: float  # |sdf| below this: on that boundary
     probe: float  # the step along the normal that tells the sides of a shared face apart
 
     @staticmethod
-    def of(window: Window) -> "_Scale":
+    def of(window: Window) -> "BoundaryScale":
         lo, hi = window
         size = float(np.max(hi - lo))
         tolerance = 1e-10 * max(size, float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))
-        return _Scale(tolerance, max(1e-7 * size, 1e3 * tolerance))
+        return BoundaryScale(tolerance, max(1e-7 * size, 1e3 * tolerance))
 
 
-def _survives(node, side: int, x: np.ndarray, normal: np.ndarray, scale: _Scale) -> np.ndarray:
+def _survives(node, side: int, x: np.ndarray, normal: np.ndarray, scale: BoundaryScale) -> np.ndarray:
     """``[m]`` bool: which points ``x`` ``[m, d]`` of operand ``side``'s boundary (outward
     ``normal`` in ``node``'s frame) are on ``node``'s boundary."""
     margin = _KEEP_SIGN[type(node)][side] * node.operands[1 - side]._sdf(x)  # [m]
@@ -140,8 +141,8 @@ def _survives(node, side: int, x: np.ndarray, normal: np.ndarray, scale: _Scale)
     return keep
 
 
-def _on_boundary(shape: Shape, part: BoundaryPart, x: np.ndarray, normal: np.ndarray,
-                 scale: _Scale) -> tuple[np.ndarray, np.ndarray]:
+def on_boundary(shape: Shape, part: BoundaryPart, x: np.ndarray, normal: np.ndarray,
+                 scale: BoundaryScale) -> tuple[np.ndarray, np.ndarray]:
     """Which points of the part's face are on the shape's boundary (their row numbers
     ``[k]``) and the shape's unit outward normal there (``[k, d]``), from the
     primitive's points ``x`` and outward ``normal`` (``[m, d]`` each)."""
@@ -167,19 +168,19 @@ def _part_measures(shape: Shape) -> tuple[float, ...]:
     parts = boundary_parts(shape)
     if isinstance(shape, Primitive):
         return tuple(part.face_object().measure(window) for part in parts)
-    scale = _Scale.of(window)
+    scale = BoundaryScale.of(window)
     measures = []
     for part in parts:
         face = part.face_object()
         stream = np.random.default_rng([MEASURE_SEED, part.index])
-        on_boundary = drawn = 0
+        kept = drawn = 0
         for draws in (MEASURE_FIRST_DRAWS, MEASURE_DRAWS - MEASURE_FIRST_DRAWS):
             x, normal = face.sample(draws, stream, window)
-            on_boundary += len(_on_boundary(shape, part, x, normal, scale)[0])
+            kept += len(on_boundary(shape, part, x, normal, scale)[0])
             drawn += draws
-            if on_boundary in (0, drawn):
+            if kept in (0, drawn):
                 break  # the face is not cut: wholly on the boundary, or wholly off it
-        measures.append(face.measure(window) * on_boundary / drawn)
+        measures.append(face.measure(window) * kept / drawn)
     return tuple(measures)
 
 
@@ -219,7 +220,7 @@ def _selected(shape: Shape, parts) -> list[BoundaryPart]:
         index = part.index if isinstance(part, BoundaryPart) else part
         if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) \
                 or not 0 <= index < len(every) or (isinstance(part, BoundaryPart) and every[index] != part):
-            raise ValueError(f"{part!r} is not a part of this shape: pass parts from shape.boundary_parts() "
+            raise ValueError(f"{part!r} is not a part of this shape: pass parts from boundary_parts(shape) "
                              f"or their indices 0..{len(every) - 1}")
         chosen.append(every[int(index)])
     if not chosen:
@@ -252,7 +253,7 @@ def sample_boundary(shape: Shape, n: int, rng: np.random.Generator,
 
     Returns ``points [n, d]``, the unit OUTWARD normals there ``[n, d]`` (pointing away from
     the domain; on a hole's rim into the hole), and ``part_index [n]`` (each point's
-    position in ``shape.boundary_parts()``), the points grouped by part in selection order.
+    position in ``boundary_parts(shape)``), the points grouped by part in selection order.
 
     ``n`` is split across the parts in proportion to :func:`part_measures` by largest
     remainders (for a combination those measures are Monte Carlo estimates from a fixed
@@ -269,7 +270,7 @@ def sample_boundary(shape: Shape, n: int, rng: np.random.Generator,
     measures = part_measures(shape)  # [P]
     _check_on_boundary(chosen, measures)
     window = shape.bounds()
-    scale = _Scale.of(window)
+    scale = BoundaryScale.of(window)
     points, normals, index = [], [], []
     weights = np.array([measures[p.index] for p in chosen])  # [len(chosen)]
     for part, count in zip(chosen, _split(n, weights) if n else np.zeros(len(chosen), dtype=np.int64)):
@@ -281,7 +282,7 @@ def sample_boundary(shape: Shape, n: int, rng: np.random.Generator,
         for _ in range(MAX_ROUNDS):
             draws = min(MAX_DRAWS_PER_ROUND, math.ceil((count - found) / acceptance * 1.2) + 16)
             x, normal = face.sample(draws, rng, window)  # [draws, d] each
-            rows, normal = _on_boundary(shape, part, x, normal, scale)
+            rows, normal = on_boundary(shape, part, x, normal, scale)
             found_x.append(x[rows])
             found_normal.append(normal)
             found += len(rows)

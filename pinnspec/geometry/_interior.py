@@ -51,23 +51,22 @@ def _filled_fraction(shape: Shape) -> float:
     return fraction
 
 
-def _resolve(sampler: Sampler | str | None) -> Sampler:
+def _resolve(sampler: Sampler | None) -> Sampler:
+    """The unit-cube sampler (None: independent uniform draws).  A registered sampler's name is resolved by the
+    caller (`pinnspec.sampling`, which sits above geometry)."""
     if sampler is None:
         return lambda n, k, rng: rng.random((n, k))
     if isinstance(sampler, str):
-        import pinnspec.sampling  # noqa: F401  (registers the samplers)
-        from pinnspec.registry import SAMPLERS
-
-        return SAMPLERS.get(sampler)()
+        raise TypeError(f"sampler {sampler!r}: pass a sampler, e.g. pinnspec.registry.SAMPLERS.get({sampler!r})()")
     return sampler
 
 
 def sample_interior(shape: Shape, n: int, rng: np.random.Generator,
-                    sampler: Sampler | str | None = None) -> np.ndarray:
+                    sampler: Sampler | None = None) -> np.ndarray:
     """``n`` points ``[n, d]`` uniform in the domain, every one strictly inside (``sdf < 0``).
 
-    ``sampler``: a unit-cube sampler ``sampler(m, d, rng) -> [m, d]`` (an instance from
-    :data:`pinnspec.registry.SAMPLERS`, or its registered name), or None for independent
+    ``sampler``: a unit-cube sampler ``sampler(m, d, rng) -> [m, d]`` (e.g. an instance from
+    :data:`pinnspec.registry.SAMPLERS`), or None for independent
     uniform points.  A batch of ``m`` points is drawn in the bounding box, sized from the
     filled fraction of the box (exact for a primitive, a fixed-stream estimate for a
     combination) with a margin, so one batch nearly always holds ``n`` inside points;

@@ -102,12 +102,6 @@ class Shape(abc.ABC):
                              f"a bounded shape, e.g. Box(...) & HalfSpace(...), before bounding or sampling it")
         return found[0].copy(), found[1].copy()
 
-    def boundary_parts(self) -> list:
-        """The pieces of the primitives' boundaries the boundary is made of (see :class:`BoundaryPart`)."""
-        from ._boundary import boundary_parts
-
-        return boundary_parts(self)
-
     def _points(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.dim:

@@ -10,7 +10,7 @@ import sympy
 from .. import ir
 from ..registry import did_you_mean
 from ..sampling import read_file_columns
-from ..sampling._table import METHODS, TableColumnError, table_columns, table_interpolator
+from ..sampling import TABLE_METHODS as METHODS, TableColumnError, table_columns, table_interpolator
 from . import _ast as A
 from ._context import Context
 from ._expr import BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, TABLE_SUFFIX, keyword_arguments

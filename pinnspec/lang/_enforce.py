@@ -177,7 +177,7 @@ class EnforceLowering:
             space = [c for c in ctx.coordinates if not c.is_time]
             box = geometry.Box(tuple(c.lo for c in space), tuple(c.hi for c in space))
             for index in region.parts:
-                part = region.domain.shape.boundary_parts()[index]
+                part = geometry.boundary_parts(region.domain.shape)[index]
                 if isinstance(part.primitive, geometry.Box) and part.primitive == box and not part.flipped:
                     axis, side = divmod(part.face, 2)  # a face of the space box: exact, with its corners
                     coordinate = space[axis]
@@ -260,7 +260,7 @@ class EnforceLowering:
         for a ball, its sign chosen and checked at 256 points inside the domain."""
         ctx = self.ctx
         domain = self.domain
-        part = domain.shape.boundary_parts()[index]
+        part = geometry.boundary_parts(domain.shape)[index]
         space = [c for c in ctx.coordinates if not c.is_time]
         x = [c.symbol for c in space]
         shape = part.primitive

@@ -262,7 +262,7 @@ class GeometryLowering:
     def selector(self, selector: A.Selector) -> ir.DomainBoundary | None:
         """The parts of the domain's boundary a selector names, or None (reported)."""
         domain = self.domain
-        every = domain.shape.boundary_parts()
+        every = geometry.boundary_parts(domain.shape)
         chosen: list[int] = []
         on: list[str] = []
         ok = True

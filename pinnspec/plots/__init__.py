@@ -26,7 +26,18 @@ global backend switch).
 
 from __future__ import annotations
 
-__all__ = ["plot_run", "plot_comparison", "plot_geometry"]
+__all__ = ["plot_run", "plot_comparison", "plot_geometry", "read_predictions", "new_figure", "save", "R_COLORS"]
+
+#: the figure helpers other packages draw with (the benchmarks' figures), loaded with matplotlib on first use
+_LAZY = {"read_predictions": "._run", "new_figure": "._style", "save": "._style", "R_COLORS": "._style"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'pinnspec.plots' has no attribute '{name}'")
 
 
 def plot_run(run_dir, out_dir=None) -> list[str]:

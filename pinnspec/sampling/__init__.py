@@ -22,8 +22,10 @@ residual=...)`` redraws the equation sets from the model's residual.
 from __future__ import annotations
 
 from ._samplers import LHS, Grid, Halton, Hammersley, Sobol, Uniform
-from ._regions import (PointSet, box_points, face_counts, files_outside_domain, grid_points, sample_region,
-                       uniform_interior_points)
+from ._regions import (PointSet, box_points, domain_points, face_counts, farthest_outside, files_outside_domain, grid_points,
+                       inside_domain, outside_domain, sample_region, uniform_interior_points)
+from ._table import (METHODS as TABLE_METHODS, TableColumnError, TableColumns, TableInterpolator, table_columns,
+                     table_interpolator)
 from ._data import FileColumns, column_mapping, load_data, load_reference, match_columns, read_columns, read_file_columns
 from ._comsol import ComsolTable, read_comsol, read_comsol_header
 from ._plan import PlannedSet, PointPlan
@@ -40,6 +42,16 @@ __all__ = [
     "sample_region",
     "face_counts",
     "files_outside_domain",
+    "domain_points",
+    "inside_domain",
+    "outside_domain",
+    "farthest_outside",
+    "TABLE_METHODS",
+    "TableColumnError",
+    "TableColumns",
+    "TableInterpolator",
+    "table_columns",
+    "table_interpolator",
     "grid_points",
     "uniform_interior_points",
     "box_points",

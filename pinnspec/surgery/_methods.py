@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from pinnspec.align import solve_dual
-from pinnspec.align._cone import unit_rows
+from pinnspec.align import unit_rows
 from pinnspec.registry import SURGERY
 
 from ._base import Surgery

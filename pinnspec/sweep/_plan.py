@@ -25,7 +25,7 @@ def setting_keys() -> list[str]:
     """The keys a grid or ``fixed`` table may use: the training statements and the
     train settings (``seed`` is given by ``seeds``)."""
     from .. import catalog
-    from ..lang._overrides import STATEMENT_KEYS
+    from ..lang import STATEMENT_KEYS
 
     return [k for k in (*STATEMENT_KEYS, *catalog.TRAIN_SETTINGS) if k != SEED]
 
@@ -122,7 +122,7 @@ def plan(sweep: Sweep) -> list[Run]:
     and with the rendered spec errors when any combination is invalid: nothing
     may start then."""
     from ..lang import SpecError, load
-    from ..lang._overrides import apply_overrides
+    from ..lang import apply_overrides
 
     keys = setting_keys()
     for table, entries in (("grid", sweep.grid), ("fixed", sweep.fixed)):

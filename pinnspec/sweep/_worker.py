@@ -102,7 +102,7 @@ def run_tasks(tasks: list[dict]) -> list[dict]:
 def _trainer_for(task: dict):
     """(the task's trainer, fresh or loaded from its checkpoint; the epoch it resumes from, or None)."""
     from ..engine import Trainer
-    from ..engine._artifacts import load_checkpoint
+    from ..engine import load_checkpoint
     from ..lang import loads
 
     run_dir = task["run_dir"]

@@ -14,7 +14,7 @@ from pinnspec.geometry import (Ball, Box, HalfSpace, Polygon, boundary_parts, pa
 def _check_points_on_parts(shape, points, normals, part_index, fd_gradient):
     """Every point on its part's primitive boundary (1e-9) and on the shape's boundary (1e-6), with a unit
     normal equal to the finite-difference gradient of its primitive's distance (reversed where subtracted)."""
-    parts = shape.boundary_parts()
+    parts = boundary_parts(shape)
     np.testing.assert_allclose(np.linalg.norm(normals, axis=1), 1.0, atol=1e-12)
     assert np.all(np.abs(shape.sdf(points)) < 1e-6)
     for index in np.unique(part_index):
@@ -62,16 +62,16 @@ def test_the_normal_on_a_holes_rim_points_into_the_hole(plate):
 
 
 def test_parts_of_a_combination_name_their_primitive_face_and_flip(l_shape, plate):
-    parts = l_shape.boundary_parts()
+    parts = boundary_parts(l_shape)
     assert [(p.primitive.name, p.face, p.flipped, p.path) for p in parts] == (
         [("square", f, False, (0,)) for f in range(4)] + [("notch", f, True, (1,)) for f in range(4)])
     assert parts[5].label == ("notch, high face of axis 0 (x[0] = 1) (subtracted: normal reversed)")
     assert [p.index for p in parts] == list(range(8)) and boundary_parts(l_shape) == parts
-    holes = [p for p in plate[0].boundary_parts() if p.primitive.name.startswith("hole")]
+    holes = [p for p in boundary_parts(plate[0]) if p.primitive.name.startswith("hole")]
     assert [p.path for p in holes] == [(0, 0, 0, 1), (0, 0, 1), (0, 1), (1,)] and all(p.face is None for p in holes)
-    assert [p.flipped for p in (Box([0, 0], [4, 4]) - (Ball([2, 2], 1.5) - Ball([2, 2], 0.5))).boundary_parts()] == \
+    assert [p.flipped for p in boundary_parts(Box([0, 0], [4, 4]) - (Ball([2, 2], 1.5) - Ball([2, 2], 0.5)))] == \
         [False] * 4 + [True, False]  # the hole in the hole faces out of it again
-    polygon_parts = Polygon([(0, 0), (1, 0), (0, 1)], name="tri").boundary_parts()
+    polygon_parts = boundary_parts(Polygon([(0, 0), (1, 0), (0, 1)], name="tri"))
     assert [p.face for p in polygon_parts] == [0, 1, 2] and "edge 1 (1, 0) -> (0, 1)" in polygon_parts[1].label
 
 
@@ -242,7 +242,7 @@ def test_bad_part_selections_are_refused(plate, l_shape):
     with pytest.raises(ValueError, match=r"no primitive of the shape is called 'hole9' \(named: hole1, hole2"):
         parts_named(plate[0], "hole9")
     with pytest.raises(ValueError, match="not a part of this shape"):
-        sample_boundary(plate[0], 10, np.random.default_rng(0), parts=[l_shape.boundary_parts()[4]])
+        sample_boundary(plate[0], 10, np.random.default_rng(0), parts=[boundary_parts(l_shape)[4]])
     with pytest.raises(ValueError, match=r"indices 0..7"):
         sample_boundary(l_shape, 10, np.random.default_rng(0), parts=[8])
     with pytest.raises(ValueError, match="selected twice"):

@@ -8,6 +8,8 @@ import pytest
 from pinnspec.geometry import Ball, Box, HalfSpace, Polygon, estimate_measure, sample_interior
 from pinnspec.registry import SAMPLERS
 
+import pinnspec.sampling  # noqa: F401, E402  (registers the samplers)
+
 
 def _lens_area(radius, separation):
     """The area of the union of two disks of ``radius`` whose centres are ``separation`` apart."""
@@ -43,10 +45,20 @@ def test_measure_by_monte_carlo_matches_the_exact_value(case, plate):
     assert abs(estimate - exact) < 4.5 * standard_error + 1e-12, (name, estimate, exact)
 
 
+def _sampler(name):
+    """The registered sampler ``name`` (None: independent uniform draws)."""
+    return None if name is None else SAMPLERS.get(name)()
+
+
+def test_a_samplers_name_is_resolved_by_the_caller():
+    with pytest.raises(TypeError, match=r"pass a sampler, e.g. pinnspec.registry.SAMPLERS.get\('lhs'\)\(\)"):
+        sample_interior(Box([0, 0], [1, 1]), 10, np.random.default_rng(0), sampler="lhs")
+
+
 @pytest.mark.parametrize("sampler", [None, "uniform", "lhs", "sobol", "halton", "hammersley", "grid"])
 def test_interior_points_are_strictly_inside_with_the_exact_count(sampler, plate):
     for shape in (plate[0], Ball([0, 0, 0], 1) - Ball([0.5, 0, 0], 0.3), Polygon([(0, 0), (2, 0), (0, 1)])):
-        x = sample_interior(shape, 1234, np.random.default_rng(7), sampler=sampler)
+        x = sample_interior(shape, 1234, np.random.default_rng(7), sampler=_sampler(sampler))
         assert x.shape == (1234, shape.dim) and x.dtype == np.float64
         assert np.all(shape.sdf(x) < 0)
         assert len(np.unique(x, axis=0)) == 1234
@@ -56,7 +68,7 @@ def test_interior_points_fill_the_domain_uniformly(l_shape):
     # each of the three unit quarters of the L-shape holds a third of the points (binomial, 4.5 sigma)
     n = 30_000
     for sampler in (None, "hammersley"):
-        x = sample_interior(l_shape, n, np.random.default_rng(3), sampler=sampler)
+        x = sample_interior(l_shape, n, np.random.default_rng(3), sampler=_sampler(sampler))
         quarter = (x[:, 0] > 0.5).astype(int) + 2 * (x[:, 1] > 0.5)  # 0, 1, 2 (3 is the notch)
         counts = np.bincount(quarter, minlength=4)
         assert counts[3] == 0
@@ -77,9 +89,9 @@ def test_interior_area_fraction_of_a_sub_region_matches_its_area(plate):
 @pytest.mark.parametrize("sampler", [None, "lhs", "sobol", "hammersley"])
 def test_same_generator_same_points_other_generator_other_points(sampler, plate):
     shape = plate[0]
-    a = sample_interior(shape, 500, np.random.default_rng([4, 2]), sampler=sampler)
-    b = sample_interior(shape, 500, np.random.default_rng([4, 2]), sampler=sampler)
-    c = sample_interior(shape, 500, np.random.default_rng([4, 3]), sampler=sampler)
+    a = sample_interior(shape, 500, np.random.default_rng([4, 2]), sampler=_sampler(sampler))
+    b = sample_interior(shape, 500, np.random.default_rng([4, 2]), sampler=_sampler(sampler))
+    c = sample_interior(shape, 500, np.random.default_rng([4, 3]), sampler=_sampler(sampler))
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from pinnspec.geometry import boundary_parts
 import sympy
 
 from pinnspec import geometry, ir
@@ -51,8 +53,8 @@ def test_domain_lowers_to_the_shape_built_directly():
     assert problem.domain.expression == "(box - hole1 - hole2) & lower - notch"
     assert [n for n, _ in problem.domain.shapes] == ["hole1", "hole2", "lower", "notch"]
     # names travel with the primitives (they are not part of shape equality)
-    names = [p.primitive.name for p in problem.domain.shape.boundary_parts()]
-    assert names == [p.primitive.name for p in shape.boundary_parts()]
+    names = [p.primitive.name for p in boundary_parts(problem.domain.shape)]
+    assert names == [p.primitive.name for p in boundary_parts(shape)]
     x = np.random.default_rng(0).uniform(-0.5, 0.5, (2000, 2))
     assert np.array_equal(problem.domain.shape.inside(x), shape.inside(x))
 
@@ -74,7 +76,7 @@ def test_selectors_name_the_parts_on_the_boundary():
     assert regions["top"].parts == expected("lower")
     assert regions["cut"].parts == expected("notch")
     # the box's top face (y = 0.5) is cut away by `lower` (y <= 0.45): not on the boundary
-    assert not any(shape.boundary_parts()[i].face == 3 for i in regions["outer"].parts)
+    assert not any(boundary_parts(shape)[i].face == 3 for i in regions["outer"].parts)
     assert len(expected("notch")) == 2  # the notch's bottom edge lies on the box's: open, not a wall
 
 
@@ -84,7 +86,7 @@ def test_whole_boundary_of_a_domain_is_every_part_with_length():
     shape = _oracle_plate()
     measures = geometry.part_measures(shape)
     region = problem.condition("outer").region
-    assert region.parts == tuple(p.index for p in shape.boundary_parts() if measures[p.index] > 0)
+    assert region.parts == tuple(p.index for p in boundary_parts(shape) if measures[p.index] > 0)
     assert region.on == ("boundary",)
     by_name = loads(text.replace("on boundary:", "on plate:"), "p.pinn").ir.condition("outer").region
     assert by_name.parts == region.parts and by_name.on == ("plate",)

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from pinnspec.geometry import boundary_parts
+
 from pinnspec import ir
 from pinnspec.sampling import PointSet, box_points, face_counts, grid_points, sample_region, uniform_interior_points
 
@@ -228,7 +230,7 @@ def test_domain_interior_is_uniform_in_the_plate(sampler):
 
 def test_domain_boundary_points_lie_on_the_rims_with_outward_normals():
     domain = _plate_domain()
-    parts = tuple(p.index for p in domain.shape.boundary_parts() if p.primitive.name.startswith("hole"))
+    parts = tuple(p.index for p in boundary_parts(domain.shape) if p.primitive.name.startswith("hole"))
     ps = sample_region(ir.DomainBoundary(domain, parts, ("hole1", "hole2")), (PX, PY, T), 1001, "lhs",
                        np.random.default_rng(2))
     assert ps.x.shape == (1001, 3) and ps.normals.shape == (1001, 2)
@@ -245,7 +247,7 @@ def test_domain_boundary_points_lie_on_the_rims_with_outward_normals():
 
 def test_domain_box_face_has_the_axis_normal():
     domain = _plate_domain()
-    left = tuple(p.index for p in domain.shape.boundary_parts() if p.primitive.name == "box" and p.face == 0)
+    left = tuple(p.index for p in boundary_parts(domain.shape) if p.primitive.name == "box" and p.face == 0)
     ps = sample_region(ir.DomainBoundary(domain, left, ("x = -0.5",)), (PX, PY), 50, "lhs", np.random.default_rng(3))
     assert np.all(ps.x[:, 0] == -0.5) and np.all(np.abs(ps.x[:, 1]) <= 0.5)
     assert np.array_equal(ps.normals, np.tile([-1.0, 0.0], (50, 1)))
