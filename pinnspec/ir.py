@@ -515,9 +515,10 @@ class HardConstraint:
 
 
 @dataclass(frozen=True)
-class PeriodicEmbedding:
+class PeriodicCoordinate:
     """A space coordinate the network sees only through cos and sin of 2 pi (c - lo) / (hi - lo): every field
-    and every derivative is periodic in it, so the periodic condition ``condition`` holds by construction."""
+    and every derivative is periodic in it, so the periodic condition ``condition`` holds by construction
+    (`enforce`; the network's input layer that does it is `pinnspec.models.PeriodicEmbedding`)."""
 
     coordinate: str
     lo: float
@@ -552,7 +553,7 @@ class Problem:
     #: `enforce`: the fields' output transforms and the periodic embeddings; the enforced conditions stay in
     #: ``conditions`` (their residuals vanish by construction) and leave every task of every grouping
     hard_constraints: tuple[HardConstraint, ...] = ()
-    periodic_embeddings: tuple[PeriodicEmbedding, ...] = ()
+    periodic_embeddings: tuple[PeriodicCoordinate, ...] = ()
     #: the fields of some coordinates only (``field a(x, y)``): name -> its coordinates, in the problem's
     #: coordinate order; every other field depends on every coordinate
     field_coordinates: tuple[tuple[str, tuple[str, ...]], ...] = ()

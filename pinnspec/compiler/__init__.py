@@ -4,9 +4,10 @@ Every stage stays inspectable (``pinnspec show --stage ast|ir|plan|kernel``).
 """
 
 from ._codegen import Kernel, KernelInput, generate_kernel
-from ._plan import DerivativePlan, LinearOperator
+from ._derivatives import DerivativePlan, LinearOperator
 from ._verify import format_checks, verify
-from ._problem import AdaptiveHistory, CompiledProblem, Losses, Points, TorchPointSet, host_to_device
+from ._problem import CompiledProblem
+from ._values import AdaptiveHistory, Losses, Points, TorchPointSet, host_to_device
 
 __all__ = ["compile_spec", "CompiledProblem", "DerivativePlan", "Kernel", "KernelInput", "LinearOperator", "Losses",
            "Points", "TorchPointSet", "generate_kernel", "AdaptiveHistory", "host_to_device", "verify",

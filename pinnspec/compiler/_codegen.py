@@ -21,8 +21,8 @@ from sympy.printing.str import StrPrinter
 
 from .. import ir
 from ..registry import FUNCTIONS
-from . import _ops
-from ._plan import LinearOperator
+from . import _kernel_ops
+from ._derivatives import LinearOperator
 
 #: Module names the generated source uses; user names that equal one are renamed.
 _RESERVED = {"torch", "math", "ops"}
@@ -277,9 +277,9 @@ def build_kernels(kernels: list[Kernel], title: str) -> tuple[list[Kernel], str]
     """Compile the kernels' source as one module; returns the kernels with
     their functions attached and the module source."""
     header = [f"# pinnspec residual kernels for problem '{title}' (generated; do not edit)",
-              "import math", "import torch", "from pinnspec.compiler import _ops as ops", "", ""]
+              "import math", "import torch", "from pinnspec.compiler import _kernel_ops as ops", "", ""]
     source = "\n".join(header) + "\n\n\n".join(k.source for k in kernels) + "\n"
-    namespace: dict = {"torch": __import__("torch"), "math": math, "ops": _ops}
+    namespace: dict = {"torch": __import__("torch"), "math": math, "ops": _kernel_ops}
     for name in FUNCTIONS.names():
         impl = getattr(FUNCTIONS.get(name), "torch_impl", None)
         if impl is not None:

@@ -34,7 +34,7 @@ import sympy
 from .. import ir
 from ..forward import carried, order_key
 from ._codegen import derivative_key
-from ._plan import LinearOperator, MultiIndex
+from ._derivatives import LinearOperator, MultiIndex
 
 #: candidate fields beyond which the row count is minimised greedily instead of over every subset
 _EXHAUSTIVE = 8

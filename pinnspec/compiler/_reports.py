@@ -17,7 +17,7 @@ import torch
 
 from .. import ir
 from ._codegen import Kernel, build_kernels, generate_kernel
-from ._plan import DerivativePlan
+from ._derivatives import DerivativePlan
 from ._quadrature import Rule, region_rule
 
 #: quadrature points per model evaluation (bounds the memory of the derivative pass)

@@ -58,7 +58,7 @@ class Context:
     conditions: dict[str, ir.Condition] = field(default_factory=dict)
     condition_kinds: dict[str, str] = field(default_factory=dict)
     hard_constraints: tuple[ir.HardConstraint, ...] = ()
-    periodic_embeddings: tuple[ir.PeriodicEmbedding, ...] = ()
+    periodic_embeddings: tuple[ir.PeriodicCoordinate, ...] = ()
     enforced: set[str] = field(default_factory=set)  # the conditions that hold by construction
     losses: dict[str, ir.WeightedSum] = field(default_factory=dict)
     groupings: dict[str, ir.Grouping] = field(default_factory=dict)

@@ -49,12 +49,12 @@ class EnforceLowering:
         self.diag = ctx.diag
         self.domain = domain
 
-    def run(self, statements) -> tuple[tuple[ir.HardConstraint, ...], tuple[ir.PeriodicEmbedding, ...]]:
+    def run(self, statements) -> tuple[tuple[ir.HardConstraint, ...], tuple[ir.PeriodicCoordinate, ...]]:
         ctx = self.ctx
         #: field -> coordinate -> side -> (data expression, condition); field -> domain part -> (data, condition)
         faces: dict[str, dict[str, dict[str, tuple[sympy.Expr, str]]]] = {}
         parts: dict[str, dict[int, tuple[sympy.Expr, str]]] = {}
-        embeddings: dict[str, ir.PeriodicEmbedding] = {}
+        embeddings: dict[str, ir.PeriodicCoordinate] = {}
         seen: set[str] = set()
         if [[n.name for n in st.names] for st in statements] == [["none"]]:  # `enforce none`: nothing
             return (), ()
@@ -110,7 +110,7 @@ class EnforceLowering:
             out[name] = (value, points)
         return out
 
-    def _periodic_transform(self, h: ir.HardConstraint, embedding: ir.PeriodicEmbedding, span) -> bool:
+    def _periodic_transform(self, h: ir.HardConstraint, embedding: ir.PeriodicCoordinate, span) -> bool:
         """With a periodic embedding in c, the field A + D * N is periodic only where A and D are: their values
         and c-derivatives up to the periodic condition's order must agree at the two ends (64 points)."""
         ctx = self.ctx
@@ -155,7 +155,7 @@ class EnforceLowering:
                 self.diag.error(ident.span, f"'{condition.name}' cannot be enforced: its component {expr} reads a "
                                 "coefficient table, whose values at the two ends may differ")
                 return None
-        return ir.PeriodicEmbedding(region.coordinate, region.lo, region.hi, condition.name)
+        return ir.PeriodicCoordinate(region.coordinate, region.lo, region.hi, condition.name)
 
     # ------------------------------------------------------------------ Dirichlet and initial
     def _dirichlet(self, ident: A.Ident, condition: ir.Condition, faces, parts) -> None:

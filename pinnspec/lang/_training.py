@@ -167,7 +167,7 @@ def training(ctx: Context, by_kind) -> ir.Training:
 
 def _check_fourier_scales(ctx: Context, model: ir.CallSpec, statements) -> None:
     """``fourier = (s_1, ..., s_k)``: one scale per input the network reads (the coordinates; with a periodic
-    `enforce`, the other coordinates then cos and sin of each periodic one, as `PeriodicEmbedding` feeds it)."""
+    `enforce`, the other coordinates then cos and sin of each periodic one, as `pinnspec.models.PeriodicEmbedding` feeds it)."""
     scales = model.options.get("fourier")
     if not isinstance(scales, tuple) or not statements:
         return

@@ -10,7 +10,7 @@ import numpy as np
 from ._conflicts import MEANING, RATE_SPAN, running_rates
 from ._losses import positive
 from ._overlap import Series, add_note, draw_visibly
-from ._run import load_run
+from ._run import read_run_files
 from ._style import (SETTINGS, call_lines, fmt, new_figure, no_data, readable_log_axis, save, set_epoch_limits,
                      setting_items, settings_lines, title_width)
 
@@ -29,7 +29,7 @@ def plot_comparison(run_dirs, out_path) -> str:
     out_path = os.fspath(out_path)
     if os.path.isdir(out_path):
         raise ValueError(f"{out_path} is a directory: give the path of the PNG file to write")
-    runs = [load_run(run_dir, predictions=False) for run_dir in run_dirs]
+    runs = [read_run_files(run_dir, predictions=False) for run_dir in run_dirs]
     return save(comparison_figure(runs), out_path)
 
 

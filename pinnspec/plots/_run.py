@@ -174,7 +174,7 @@ def read_domain(path: str):
         return None
 
 
-def load_run(run_dir, *, predictions: bool = True) -> Run:
+def read_run_files(run_dir, *, predictions: bool = True) -> Run:
     """Read a run directory (``predictions=False``: not its predictions.npz); ``ValueError`` when
     it is missing, not a run directory, or holds a file that cannot be read."""
     run_dir = os.fspath(run_dir)
@@ -198,7 +198,7 @@ def plot_run(run_dir, out_dir=None) -> list[str]:
     from ._solution import solution_figure
     from ._style import save
 
-    run = load_run(run_dir)
+    run = read_run_files(run_dir)
     out_dir = os.fspath(out_dir) if out_dir is not None else os.path.join(run.path, "plots")
     written = []
     for name, build in (("losses.png", losses_figure), ("conflicts.png", conflicts_figure)):

@@ -28,7 +28,7 @@ from ._table import (METHODS as TABLE_METHODS, TableColumnError, TableColumns, T
                      table_interpolator)
 from ._data import FileColumns, column_mapping, load_data, load_reference, match_columns, read_columns, read_file_columns
 from ._comsol import ComsolTable, read_comsol, read_comsol_header
-from ._plan import PlannedSet, PointPlan
+from ._point_plan import PlannedSet, PointPlan
 from ._adaptive import R3, RAD, RARD, AdaptiveSampler, r3_retained, rad_choice, rad_weights
 
 __all__ = [

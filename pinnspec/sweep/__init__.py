@@ -15,7 +15,7 @@ Importing this package loads neither torch nor ray.
 from __future__ import annotations
 
 from ._cli import main
-from ._plan import Run, Sweep, SweepError, _slug as slug, parse_seeds, plan, run_name, split_values
+from ._grid import Run, Sweep, SweepError, _slug as slug, parse_seeds, plan, run_name, split_values
 from ._sweep import SweepReport, cpu_count, default_jobs, execution_changes, run_action, run_sweep, run_sweeps
 from ._worker import set_threads
 from ._table import markdown, read_run, summarize

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._plan import COMMAND_LINE, Sweep, SweepError, parse_seeds, split_values
+from ._grid import COMMAND_LINE, Sweep, SweepError, parse_seeds, split_values
 
 EXIT_OK, EXIT_USER = 0, 1
 

@@ -21,7 +21,7 @@ from .._interrupts import REPEAT_S, Interrupts
 from ..catalog import CHAIN_STATEMENTS, GROUP_STRATEGIES
 from ..lang import SpecError
 from ..lang import what_it_trains
-from ._plan import Run, Sweep, SweepError, plan
+from ._grid import Run, Sweep, SweepError, plan
 from ._table import summarize, write_tables
 from ._worker import init_pool_worker, run_tasks
 

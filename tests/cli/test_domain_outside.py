@@ -56,13 +56,13 @@ def test_eval_flags_the_test_points_outside_and_scores_the_inside_apart(trained)
 
 
 def test_plot_draws_nothing_at_the_test_points_in_the_hole(trained):
-    from pinnspec.plots._run import load_run
+    from pinnspec.plots._run import read_run_files
     from pinnspec.plots._solution import masked_outside
 
     run, _ = trained
     proc = cli("plot", run)
     assert proc.returncode == 0, proc.stderr
     assert [Path(p).name for p in proc.stdout.split()] == ["losses.png", "conflicts.png", "solution.png"]
-    reference, prediction, dropped = masked_outside(load_run(run))
+    reference, prediction, dropped = masked_outside(read_run_files(run))
     assert dropped == 2
     assert np.isnan(prediction[2:4]).all() and np.isfinite(prediction[[0, 1, 4, 5]]).all()

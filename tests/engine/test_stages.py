@@ -261,10 +261,10 @@ def test_a_stalled_lbfgs_stage_stops_moving_with_a_notice(monkeypatch, capsys):
 
 def test_the_losses_plot_marks_the_stage_switch(tmp_path):
     from pinnspec.plots._losses import losses_figure
-    from pinnspec.plots._run import load_run
+    from pinnspec.plots._run import read_run_files
 
     Trainer(_spec(), str(tmp_path / "run")).run()
-    fig = losses_figure(load_run(tmp_path / "run"))
+    fig = losses_figure(read_run_files(tmp_path / "run"))
     top = fig.axes[0]
     assert "stage switch" in [t.get_text() for t in top.get_legend().get_texts()]
     switches = [line for line in top.get_lines() if line.get_label() == "stage switch"]
@@ -274,10 +274,10 @@ def test_the_losses_plot_marks_the_stage_switch(tmp_path):
 
 def test_the_conflicts_plot_shows_lbfgs_step_lengths_on_their_own_axis(tmp_path):
     from pinnspec.plots._conflicts import conflicts_figure
-    from pinnspec.plots._run import load_run
+    from pinnspec.plots._run import read_run_files
 
     Trainer(_spec(), str(tmp_path / "run")).run()
-    fig = conflicts_figure(load_run(tmp_path / "run"))
+    fig = conflicts_figure(read_run_files(tmp_path / "run"))
     lr_axis = next(a for a in fig.axes if a.get_ylabel() == "learning rate")
     (line,) = lr_axis.get_lines()
     assert max(line.get_xdata()) == 30 and max(line.get_ydata()) == pytest.approx(5e-3)  # the Adam stage only

@@ -390,12 +390,12 @@ def test_gua_projection_is_invariant_to_positive_per_task_scaling(metric):
 
 def test_losses_plot_shows_the_weights_panel(tmp_path):
     from pinnspec.plots._losses import losses_figure
-    from pinnspec.plots._run import load_run
+    from pinnspec.plots._run import read_run_files
 
     run(tiny("gradnorm(every = 5)", epochs=12), out=str(tmp_path / "weighted"))
     run(tiny(None, epochs=12), out=str(tmp_path / "plain"))
-    weighted = losses_figure(load_run(str(tmp_path / "weighted")))
-    plain = losses_figure(load_run(str(tmp_path / "plain")))
+    weighted = losses_figure(read_run_files(str(tmp_path / "weighted")))
+    plain = losses_figure(read_run_files(str(tmp_path / "plain")))
     assert [a.get_ylabel() for a in weighted.axes][-1] == "task weight"
     assert len(weighted.axes) == len(plain.axes) + 1
     panel = weighted.axes[-1]

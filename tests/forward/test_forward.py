@@ -15,7 +15,7 @@ from torch import nn
 
 import pinnspec
 from pinnspec.compiler import DerivativePlan
-from pinnspec.compiler import _plan as plan_module
+from pinnspec.compiler import _derivatives as plan_module
 from pinnspec.compiler import LinearOperator
 from pinnspec.forward import LAYOUTS, activation_derivatives, closure, faa_di_bruno, forward_values, propagate, supports
 from pinnspec.models import MLP, mlp

@@ -209,7 +209,7 @@ def test_a_sweep_resumes_a_cuda_run_from_its_checkpoint(tmp_path):
     import signal
 
     from pinnspec.sweep import Sweep, run_sweep
-    from pinnspec.sweep._plan import plan
+    from pinnspec.sweep._grid import plan
 
     fixed = {"epochs": 20, "checkpoint_every": 5, "device": "cuda"}
     split = Sweep(TINY, seeds=[0], fixed=fixed, out=tmp_path / "split")

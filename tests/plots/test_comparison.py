@@ -7,7 +7,7 @@ import pytest
 
 import pinnspec.plots
 from pinnspec.plots._comparison import comparison_figure, run_names
-from pinnspec.plots._run import load_run
+from pinnspec.plots._run import read_run_files
 from rundirs import legend_texts, write_history, write_result, write_run_without_reference
 
 ALIGN = "gua(metric = adam, rho_m = 0.1, rho_v = 0.03)"
@@ -38,7 +38,7 @@ def test_the_comparison_png_is_written_and_readable(tmp_path):
 
 
 def test_the_panels_name_every_run_and_what_it_lacks(tmp_path):
-    fig = comparison_figure([load_run(p) for p in two_runs(tmp_path)])
+    fig = comparison_figure([read_run_files(p) for p in two_runs(tmp_path)])
     ax_val, ax_rates, ax_loss = fig.axes
     val_texts = [t.get_text() for t in ax_val.get_legend().get_texts()]
     assert val_texts[0].startswith(f"config-gua\nalign {ALIGN}\n")
@@ -66,7 +66,7 @@ def test_identical_runs_are_both_visible_and_noted(tmp_path):
         run.mkdir()
         write_history(run, epochs=60)
         write_result(run)
-        runs.append(load_run(run))
+        runs.append(read_run_files(run))
     fig = comparison_figure(runs)
     texts = legend_texts(fig)
     assert any(t.startswith("seed0\n") and t.endswith("(= copy)") for t in texts)
@@ -77,7 +77,7 @@ def test_identical_runs_are_both_visible_and_noted(tmp_path):
 def test_a_run_without_reference_is_noted(tmp_path):
     runs = two_runs(tmp_path)
     runs.append(write_run_without_reference(tmp_path / "main" / "free"))
-    texts = legend_texts(comparison_figure([load_run(p) for p in runs]))
+    texts = legend_texts(comparison_figure([read_run_files(p) for p in runs]))
     assert any(t.startswith("free\n") and t.endswith("no reference: no validation error") for t in texts)
 
 
@@ -85,7 +85,7 @@ def test_runs_with_the_same_basename_are_told_apart(tmp_path):
     for parent in ("a", "b"):
         (tmp_path / parent / "seed0").mkdir(parents=True)
         write_history(tmp_path / parent / "seed0", epochs=3)
-    runs = [load_run(tmp_path / parent / "seed0") for parent in ("a", "b")]
+    runs = [read_run_files(tmp_path / parent / "seed0") for parent in ("a", "b")]
     assert run_names(runs) == ["a/seed0", "b/seed0"]
 
 

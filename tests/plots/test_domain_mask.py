@@ -10,7 +10,7 @@ import numpy as np
 
 from pinnspec.lang import load
 from pinnspec.plots import plot_run
-from pinnspec.plots._run import load_run, read_domain
+from pinnspec.plots._run import read_run_files, read_domain
 from pinnspec.plots._solution import _line_with_gaps, _triangulation, choose_view, masked_outside, solution_figure
 from pinnspec.sampling import load_reference
 from rundirs import assert_pngs, grid, write_history, write_result
@@ -67,7 +67,7 @@ def _drawn(fig):
 
 def test_the_run_directory_gives_the_domain(tmp_path):
     run = _plate_run(tmp_path, _grid_cut_to_plate())
-    domain = load_run(run).domain
+    domain = read_run_files(run).domain
     assert domain is not None and domain.name == "plate" and domain.expression == "box - ne - nw - se - sw"
 
 
@@ -93,7 +93,7 @@ def test_a_test_grid_cut_to_the_domain_is_drawn_as_a_grid_with_blank_holes(tmp_p
     view = choose_view(points, ["x", "y"], domain)
     assert view.kind == "grid" and len(view.rows) == len(points)
 
-    run = load_run(_plate_run(tmp_path, points))
+    run = read_run_files(_plate_run(tmp_path, points))
     fig = solution_figure(run)
     assert "blank outside the domain 'plate'" in fig.get_suptitle()
     for ax in _drawn(fig):  # reference, prediction, |error|
@@ -120,7 +120,7 @@ def test_scattered_mesh_nodes_leave_the_holes_empty(tmp_path):
     assert _in_a_hole(centroids[~kept]).any()
     assert kept.mean() > 0.9  # only the holes' triangles go: the plate itself is filled
 
-    fig = solution_figure(load_run(_plate_run(tmp_path, points)))
+    fig = solution_figure(read_run_files(_plate_run(tmp_path, points)))
     for ax in _drawn(fig):
         for centre in HOLES:
             assert _white_at(fig, ax, centre), (ax.get_title(), centre)
@@ -132,7 +132,7 @@ def test_test_points_outside_the_domain_are_not_drawn_nor_scored(tmp_path):
     rng = np.random.default_rng(0)
     points = rng.uniform(-0.5, 0.5, (400, 2))
     points = np.concatenate([points[_plate_domain().shape.inside(points)], [[0.3, 0.3], [-0.31, -0.29]]])
-    run = load_run(_plate_run(tmp_path, points))
+    run = read_run_files(_plate_run(tmp_path, points))
     reference, prediction, dropped = masked_outside(run)
     assert dropped == 2
     assert np.isnan(prediction[-2:]).all() and np.isnan(reference[-2:]).all()
@@ -148,7 +148,7 @@ def test_a_run_without_a_domain_is_drawn_as_before(tmp_path):
     points = _grid_cut_to_plate()
     run_dir = _plate_run(tmp_path, points)
     (run_dir / "config.pinn").unlink()
-    run = load_run(run_dir)
+    run = read_run_files(run_dir)
     assert run.domain is None
     assert masked_outside(run)[2] == 0
     assert "blank outside" not in solution_figure(run).get_suptitle()

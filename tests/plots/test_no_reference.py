@@ -6,7 +6,7 @@ import pytest
 
 from pinnspec.plots import plot_run
 from pinnspec.plots._losses import losses_figure
-from pinnspec.plots._run import load_run, read_predictions
+from pinnspec.plots._run import read_run_files, read_predictions
 from pinnspec.plots._solution import solution_figure
 from rundirs import assert_pngs, grid, legend_texts, make_run, write_history, write_result, write_run_without_reference
 
@@ -18,7 +18,7 @@ def test_predictions_without_reference_read_as_none(tmp_path):
     predictions = read_predictions(str(run / "predictions.npz"))
     assert predictions.reference is None
     assert predictions.prediction.shape == (30, 2) and predictions.fields == ["u", "v"]
-    assert not load_run(run).has_reference
+    assert not read_run_files(run).has_reference
 
 
 @pytest.mark.parametrize("points, fields, panels", [
@@ -27,7 +27,7 @@ def test_predictions_without_reference_read_as_none(tmp_path):
 ], ids=["1d", "2d-grid-4f"])
 def test_solution_shows_the_prediction_per_field_only(tmp_path, points, fields, panels):
     run = write_run_without_reference(tmp_path / "run", points, fields)
-    fig = solution_figure(load_run(run))
+    fig = solution_figure(read_run_files(run))
     drawn = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]  # not the colour bars
     assert [ax.get_title() for ax in drawn] == [f"{name}: prediction" for name in fields]
     assert len(drawn) == panels
@@ -38,7 +38,7 @@ def test_solution_shows_the_prediction_per_field_only(tmp_path, points, fields, 
 
 def test_losses_have_no_validation_panel_and_say_why(tmp_path):
     run = write_run_without_reference(tmp_path / "run", np.linspace(0, 1, 30)[:, None])
-    fig = losses_figure(load_run(run))
+    fig = losses_figure(read_run_files(run))
     assert len(fig.axes) == 1
     assert "no reference: no validation error" in legend_texts(fig)
     assert fig.axes[0].get_xlabel() == "epoch"
@@ -47,7 +47,7 @@ def test_losses_have_no_validation_panel_and_say_why(tmp_path):
 
 def test_without_predictions_the_result_tells(tmp_path):
     run = write_run_without_reference(tmp_path / "run")  # no predictions.npz
-    loaded = load_run(run)
+    loaded = read_run_files(run)
     assert not loaded.has_reference
     assert "no reference: no validation error" in legend_texts(losses_figure(loaded))
 
@@ -57,7 +57,7 @@ def test_a_run_with_a_reference_but_no_validation_yet_keeps_its_panel(tmp_path):
     run.mkdir()
     write_history(run, epochs=5, every=None)
     write_result(run, rel_l2=None, rel_l2_final=0.5, best_epoch=None, epochs_done=5)
-    loaded = load_run(run)
+    loaded = read_run_files(run)
     assert loaded.has_reference
     fig = losses_figure(loaded)
     assert len(fig.axes) == 2
@@ -68,4 +68,4 @@ def test_plot_run_writes_all_three_pngs(tmp_path):
     run = write_run_without_reference(tmp_path / "run", grid(np.linspace(0, 1, 20), np.linspace(0, 1, 15)))
     assert_pngs(plot_run(run), ALL)
     with_reference = make_run(tmp_path, np.linspace(0, 1, 20)[:, None], name="with")
-    assert load_run(with_reference).has_reference
+    assert read_run_files(with_reference).has_reference

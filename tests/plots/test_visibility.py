@@ -6,7 +6,7 @@ import pytest
 from pinnspec.plots._conflicts import conflicts_figure
 from pinnspec.plots._losses import losses_figure
 from pinnspec.plots._overlap import Series, coincide, coinciding_groups, visual_tolerance
-from pinnspec.plots._run import load_run
+from pinnspec.plots._run import read_run_files
 from pinnspec.plots._style import call_lines, settings_lines
 from rundirs import legend_texts, make_run, write_history, write_result
 
@@ -72,7 +72,7 @@ def test_a_condition_that_is_a_task_of_its_own_stays_visible(tmp_path):
     run.mkdir()
     write_history(run, epochs=120, conditions=("pde", "walls", "ic"), tasks=3)  # task i = condition i
     write_result(run, tasks=("N", "B", "I"))
-    fig = losses_figure(load_run(run))
+    fig = losses_figure(read_run_files(run))
     texts = legend_texts(fig)
     for condition, task in (("pde", "N"), ("walls", "B"), ("ic", "I")):
         assert f"condition {condition} (= task {task})" in texts
@@ -87,19 +87,19 @@ def test_a_condition_that_is_a_task_of_its_own_stays_visible(tmp_path):
 
 def test_distinct_losses_get_no_note(tmp_path):
     run = make_run(tmp_path, conditions=("pde", "ic", "bc"), tasks=1)  # one task: the sum of three
-    texts = legend_texts(losses_figure(load_run(run)))
+    texts = legend_texts(losses_figure(read_run_files(run)))
     assert "condition ic" in texts and not any("(=" in t or "(≈" in t for t in texts)
 
 
 def test_R_a_and_R_p_both_zero_are_both_drawn_and_noted(tmp_path):
     run = make_run(tmp_path, epochs=80)
-    fig = conflicts_figure(load_run(run))
+    fig = conflicts_figure(read_run_files(run))
     texts = legend_texts(fig)
     assert "R_a = R_p = 0 throughout" in texts
     r_p, = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("R_p = 0")]
     assert r_p.get_marker() not in ("None", "", None)
     run = make_run(tmp_path, name="unaligned", aligned=False)
-    texts = legend_texts(conflicts_figure(load_run(run)))
+    texts = legend_texts(conflicts_figure(read_run_files(run)))
     assert not any("throughout" in t for t in texts)
     assert any(t.startswith("R_p: not applicable") for t in texts)
 
@@ -126,7 +126,7 @@ def test_titles_state_the_resolved_settings_on_whole_lines(tmp_path):
     run = make_run(tmp_path)
     write_result(run, align=ALIGN, optimizer=OPTIMIZER)
     for build in (losses_figure, conflicts_figure):
-        lines = build(load_run(run)).get_suptitle().splitlines()
+        lines = build(read_run_files(run)).get_suptitle().splitlines()
         assert any(f"align {ALIGN}" in line for line in lines)
         assert any(f"optimizer {OPTIMIZER}" in line for line in lines)
         for line in lines:
@@ -140,7 +140,7 @@ def test_the_epoch_axis_covers_the_whole_run(tmp_path, first, epochs):
     run.mkdir()
     write_history(run, epochs=epochs, first=first)
     last = first + epochs - 1
-    loaded = load_run(run)
+    loaded = read_run_files(run)
     for fig in (losses_figure(loaded), conflicts_figure(loaded)):
         bottom = fig.axes[-1]
         assert bottom.get_xlabel() == "epoch"
