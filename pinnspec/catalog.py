@@ -1,91 +1,25 @@
-"""The built-in names a `.pinn` file may use, with their keyword arguments.
+"""What a `.pinn` file may name, with its keyword arguments, for the checks of the language front end (which
+never imports torch).
 
-The language front end checks calls such as ``optimizer adam(lr = 1e-3)``
-against this table without importing torch.  The implementations register
-the same names (with the same keyword arguments) in :mod:`pinnspec.registry`;
-``tests/test_catalog.py`` keeps the two equal.  Names registered at run time
-(plugins, user code) are accepted too: the checker asks the registries.
+The built-in networks, optimizers, surgery methods, alignments, schedules, samplers and references are declared
+once, where they are defined, by their registry's decorator (``@SURGERY.register("cagrad")``); `BUILTINS` reads
+their names and keyword arguments from that source (`pinnspec._declared`), and a registry imports a built-in's
+module the first time it is asked for.  Names registered at run time (plugins, user code) are known too: the
+checker asks the registries.  This module holds the rest: the choices of string arguments, the settings, the
+defaults of a spec without a statement.
 
-Each entry: name -> {argument: default}.  ``REQUIRED`` marks an argument
-that has no default.
+Each entry of `BUILTINS`: name -> {argument: default}.  ``REQUIRED`` marks an argument that has no default.
 """
 
 from __future__ import annotations
 
 import inspect
-import math
 from typing import Any
 
-from .registry import REGISTRIES, did_you_mean, load_plugins, signature_parameters
+from ._declared import REQUIRED, declared
+from .registry import REGISTRIES, load_plugins, signature_parameters
 
-REQUIRED = object()
 _EMPTY = inspect.Parameter.empty
-
-BUILTINS: dict[str, dict[str, dict[str, Any]]] = {
-    "model": {
-        "mlp": {"width": 50, "depth": 5, "activation": "tanh", "init": "xavier"},
-        "fourier_mlp": {"width": 50, "depth": 5, "activation": "tanh", "init": "xavier", "fourier": 1.0,
-                        "features": 128, "trainable_fourier": False, "rwf": False, "rwf_mu": 1.0, "rwf_sigma": 0.1},
-        "modified_mlp": {"width": 50, "depth": 5, "activation": "tanh", "init": "xavier", "fourier": 0.0,
-                         "features": 128, "trainable_fourier": False, "rwf": False, "rwf_mu": 1.0, "rwf_sigma": 0.1},
-        "pirate_net": {"width": 256, "blocks": 3, "activation": "tanh", "init": "xavier", "fourier": 1.0,
-                       "features": 128, "trainable_fourier": False, "rwf": True, "rwf_mu": 1.0, "rwf_sigma": 0.1,
-                       "pi_init": False},
-        "adaptive_mlp": {"width": 50, "depth": 5, "activation": "tanh", "init": "xavier", "slope": "layer",
-                         "scale": 10.0, "slope_recovery": 0.0},
-    },
-    "optimizer": {
-        "sgd": {"lr": 1e-3},
-        "msgd": {"lr": 1e-3, "momentum": 0.9},
-        "rmsprop": {"lr": 1e-3, "alpha": 0.99, "eps": 1e-8},
-        "adam": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
-        "adamw": {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 1e-2},
-        "sophiag": {"lr": 1e-4, "beta1": 0.965, "beta2": 0.99, "rho": 0.04, "bs": 5120, "weight_decay": 0.1,
-                    "eps": 1e-15, "hessian_every": 10},
-        "adahessian": {"lr": 0.15, "beta1": 0.9, "beta2": 0.999, "eps": 1e-4, "weight_decay": 0.0,
-                       "hessian_power": 1.0, "hessian_every": 1},
-        "soap": {"lr": 3e-3, "beta1": 0.95, "beta2": 0.95, "shampoo_beta": None, "eps": 1e-8,
-                 "weight_decay": 1e-2, "precondition_frequency": 10, "max_precondition_dim": 10000},
-    },
-    "schedule": {
-        "warmup_cosine": {"warmup": 100, "lr_min": 1e-4},
-        "constant": {},
-        "warmup_constant": {"warmup": 100},
-        "cosine": {"lr_min": 1e-4},
-    },
-    "surgery": {
-        "none": {},
-        "pcgrad": {},
-        "cagrad": {"c": 0.5},
-        "imtlg": {},
-        "amtl": {"scale": "rmse", "reduce": "mean"},
-        "upgrad": {},
-        "config": {},
-        "mconfig": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8},
-    },
-    "align": {
-        "none": {},
-        # rho None: the paper's value for the optimizer (GUA_STATE_ALIGNMENT), filled in when the spec is checked
-        "gua": {"metric": "adam", "rho_m": None, "rho_v": None},
-    },
-    "sampler": {
-        "lhs": {},
-        "uniform": {},
-        "sobol": {"scramble": True},
-        "halton": {"scramble": True},
-        "grid": {},
-        "hammersley": {},
-        "rad": {"k": 1.0, "c": 1.0, "pool": 10, "base": "uniform"},
-        "rard": {"k": 2.0, "c": 0.0, "add": 100, "pool": 10, "base": "uniform"},
-        "r3": {"base": "uniform"},
-    },
-    "reference": {
-        "cole_hopf_burgers": {"nu": 0.01 / math.pi, "nx": 256, "nt": 100, "t_max": 0.99},
-        "allen_cahn": {"eps": 1e-4, "reaction": 5.0, "modes": 4096, "dt": 2.5e-3, "nx": 512, "nt": 201, "t_final": 1.0},
-        "nls": {"modes": 256, "dt": None, "order": 4, "nx": 256, "nt": 201, "x_min": -5.0, "x_max": 5.0,
-                "t_final": math.pi / 2},
-    },
-}
 
 #: GUA's state-alignment coefficients (rho_m, rho_v) per built-in optimizer: the paper's values (Appendix E.4,
 #: "Performance across Optimizers").  A built-in optimizer not listed has no state alignment in the paper.
@@ -198,10 +132,22 @@ DEFAULTS = {
 }
 
 
+def __getattr__(name: str):
+    if name == "BUILTINS":  # read from the source on first use (a tenth of a second), not at import
+        return builtins()
+    raise AttributeError(f"module 'pinnspec.catalog' has no attribute '{name}'")
+
+
+def builtins() -> dict[str, dict[str, dict[str, Any]]]:
+    """kind -> built-in name -> {argument: default}, as the decorators declare them (`pinnspec._declared`)."""
+    return {kind: {name: dict(d.arguments) for name, d in sorted(names.items())}
+            for kind, names in declared().items() if kind != "function"}
+
+
 def known(kind: str) -> dict[str, dict[str, Any]]:
     """Every name of ``kind`` (built-ins and registered ones) -> its arguments."""
     load_plugins()
-    names = {name: dict(args) for name, args in BUILTINS.get(kind, {}).items()}
+    names = {name: dict(args) for name, args in builtins().get(kind, {}).items()}
     registry = REGISTRIES.get(kind)
     if registry is not None:
         for name in registry.names():
@@ -209,8 +155,4 @@ def known(kind: str) -> dict[str, dict[str, Any]]:
                 params = signature_parameters(registry.get(name))
                 names[name] = {k: (REQUIRED if v is _EMPTY else v) for k, v in params.items()}
     return names
-
-
-def suggest(kind: str, name: str) -> str | None:
-    return did_you_mean(name, known(kind))
 

@@ -23,6 +23,7 @@ its things.  :func:`load_plugins` loads them once, lazily.
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -110,8 +111,9 @@ def signature_parameters(obj: Callable) -> dict[str, Any]:
 class Registry:
     """One kind of named thing (surgery methods, optimizers, ...)."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, statement: str):
         self.kind = kind
+        self.statement = statement  # the `.pinn` keyword (and `pinnspec._declared` kind) it serves
         self._entries: dict[str, Entry] = {}
 
     def register(self, name: str | None = None, *, replace: bool = False):
@@ -136,6 +138,14 @@ class Registry:
         return sorted(self._entries)
 
     def entry(self, name: str) -> Entry:
+        """The entry ``name``: a registered one, or a built-in whose module is imported now (its decorator
+        registers it: `pinnspec._declared`), or a plugin's (loaded once)."""
+        if name not in self._entries:
+            builtin = _declared_builtins().get(self.statement, {}).get(name)
+            if builtin is not None:
+                importlib.import_module(builtin.module)
+            else:
+                load_plugins()
         try:
             return self._entries[name]
         except KeyError:
@@ -148,14 +158,14 @@ class Registry:
         return f"Registry({self.kind!r}, {self.names()})"
 
 
-FUNCTIONS = Registry("function")
-REFERENCES = Registry("reference generator")
-SAMPLERS = Registry("sampler")
-MODELS = Registry("model")
-OPTIMIZERS = Registry("optimizer")
-SURGERY = Registry("surgery method")
-ALIGN = Registry("alignment")
-SCHEDULES = Registry("schedule")
+FUNCTIONS = Registry("function", "function")
+REFERENCES = Registry("reference generator", "reference")
+SAMPLERS = Registry("sampler", "sampler")
+MODELS = Registry("model", "model")
+OPTIMIZERS = Registry("optimizer", "optimizer")
+SURGERY = Registry("surgery method", "surgery")
+ALIGN = Registry("alignment", "align")
+SCHEDULES = Registry("schedule", "schedule")
 
 #: statement keyword in a .pinn file -> registry
 REGISTRIES: dict[str, Registry] = {
@@ -191,3 +201,10 @@ def load_plugins(force: bool = False) -> list[str]:
             target()
         loaded.append(ep.name)
     return loaded
+
+
+def _declared_builtins():
+    """kind -> name -> the built-in's declaration, read from the source (`pinnspec._declared`)."""
+    from ._declared import declared
+
+    return declared()

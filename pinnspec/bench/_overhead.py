@@ -189,7 +189,6 @@ def _int_list(text: str, what: str) -> list[int]:
 
 
 def run(args) -> int:
-    from .. import surgery  # noqa: F401  (registers the built-in methods)
     from ..registry import SURGERY
 
     methods = [x.strip() for x in args.methods.split(",") if x.strip()]

@@ -91,7 +91,6 @@ def coefficients(spec_path: str, statement: str, optimizer: str | None = None) -
     """(rho_m, rho_v) that the ``align`` statement uses in the spec (with ``optimizer`` when given, else the
     spec's own): its explicit values, else the optimizer's paper defaults (``GUA.coefficients``); None for
     ``none`` or an optimizer without state alignment."""
-    from .. import align, optim  # noqa: F401  (register the built-in names)
     from ..lang import SpecError, load
     from ..lang import apply_overrides
     from ..registry import ALIGN, OPTIMIZERS

@@ -282,7 +282,6 @@ def paper_optimizer(text: str) -> str:
 def build_chain(config: RunConfig):
     """The update chain (surgery, optimizer, alignment) from the registries, as ``pinnspec.engine.Trainer``
     builds it."""
-    from .. import align as _align, optim as _optim, surgery as _surgery  # noqa: F401  (register the names)
     from ..registry import ALIGN, OPTIMIZERS, SURGERY, UnknownNameError
 
     built = []

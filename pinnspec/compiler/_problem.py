@@ -24,7 +24,7 @@ import torch
 
 from .. import ir
 from ..forward import forward_values
-from ..registry import REFERENCES, UnknownNameError
+from ..registry import REFERENCES
 from ..sampling import (AdaptiveSampler, PointPlan, PointSet, TableColumns, TableInterpolator, box_points, domain_points,
                         grid_points, inside_domain, load_reference, sample_region, table_interpolator,
                         uniform_interior_points)
@@ -660,12 +660,7 @@ class CompiledProblem:
     def _generator_instance(self):
         if self._generator is None:
             call = self.ir.reference.generator
-            try:
-                make = REFERENCES.get(call.name)
-            except UnknownNameError:
-                _register_builtin_references()
-                make = REFERENCES.get(call.name)
-            self._generator = make(**call.options)
+            self._generator = REFERENCES.get(call.name)(**call.options)
         return self._generator
 
     @property
@@ -764,7 +759,3 @@ def _lookup_rows(pts: np.ndarray, vals: np.ndarray, x: np.ndarray) -> np.ndarray
     except KeyError:
         raise ValueError("a file reference is known only at the file's own points") from None
     return vals[rows]
-
-
-def _register_builtin_references():
-    from .. import references  # noqa: F401  (registers cole_hopf_burgers, nls)

@@ -28,13 +28,12 @@ from typing import Callable
 
 import torch
 
-from .. import __version__, models, optim, surgery  # noqa: F401  (register the built-in names)
+from .. import __version__
 from .._interrupts import install_sigint, restore_sigint
 from .._malloc import tune_allocator
 from ..catalog import QUASI_NEWTON_STAGES
 from ..compiler import compile_spec
 from ..registry import SCHEDULES
-from . import _schedule  # noqa: F401  (registers the schedules)
 from ._build import DTYPES, build_model, check_dense_stages, resolve_device
 from ._chain import ChainState, UpdateChain
 from ._artifacts import to_device

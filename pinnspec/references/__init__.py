@@ -31,12 +31,6 @@ from ._base import GridReference, tensor_grid
 from ._burgers import NU_BURGERS, BurgersReference, burgers_grid, cole_hopf_burgers, cole_hopf_solution
 from ._nls import NLSReference, NLSSolution, nls, nls_grid, nls_reference
 
-from ..registry import REFERENCES
-
-REFERENCES.add("cole_hopf_burgers", cole_hopf_burgers, replace=True)
-REFERENCES.add("nls", nls, replace=True)
-REFERENCES.add("allen_cahn", allen_cahn, replace=True)
-
 __all__ = [
     "GridReference",
     "tensor_grid",

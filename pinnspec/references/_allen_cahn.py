@@ -65,6 +65,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..registry import REFERENCES
 from ._base import GridReference
 from ._stepping import SteppedSolution, step_count
 
@@ -357,6 +358,7 @@ class AllenCahnReference(GridReference):
                 f"dt={a['dt']!r}, nx={self._axes[0].size}, nt={self._axes[1].size})")
 
 
+@REFERENCES.register("allen_cahn")
 def allen_cahn(*, eps: float = EPS_ALLEN_CAHN, reaction: float = REACTION_ALLEN_CAHN,
                modes: int = DEFAULT_MODES, dt: float = DEFAULT_DT, nx: int = 512, nt: int = 201,
                t_final: float = T_FINAL) -> AllenCahnReference:

@@ -49,6 +49,7 @@ import math
 import numpy as np
 from numpy.polynomial.legendre import leggauss
 
+from ..registry import REFERENCES
 from ._base import GridReference
 
 __all__ = [
@@ -165,6 +166,7 @@ class BurgersReference(GridReference):
         return f"cole_hopf_burgers(nu={self.nu!r}, nx={x.size}, nt={t.size}, t_max={t[-1]!r})"
 
 
+@REFERENCES.register("cole_hopf_burgers")
 def cole_hopf_burgers(*, nu: float = NU_BURGERS, nx: int = 256, nt: int = 100,
                       t_max: float = 0.99) -> BurgersReference:
     """Reference generator for Burgers (``reference cole_hopf_burgers(nu = nu)``).

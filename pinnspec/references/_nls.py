@@ -55,6 +55,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..registry import REFERENCES
 from ._base import GridReference
 from ._stepping import SteppedSolution, step_count
 
@@ -254,6 +255,7 @@ class NLSReference(GridReference):
                 f"nx={self._axes[0].size}, nt={self._axes[1].size})")
 
 
+@REFERENCES.register("nls")
 def nls(*, modes: int = 256, dt: float | None = None, order: int = 4,
         nx: int = 256, nt: int = 201, x_min: float = -5.0, x_max: float = 5.0,
         t_final: float = T_FINAL) -> NLSReference:
