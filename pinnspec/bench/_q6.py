@@ -46,6 +46,7 @@ is in the CSV).  Writes ``OUT/q6.md``, ``OUT/q6.csv`` (one row per m), ``OUT/q6.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ast
 import json
 import math
@@ -352,9 +353,6 @@ def train_run(config: RunConfig, *, measure_memory: bool = False, data: Syntheti
     x_test, y_test = data.x_test.to(device), data.y_test[:, :m].contiguous().to(device)
     training = MultiTaskTraining(config, device=device)
     shuffle = torch.Generator().manual_seed(config.seed + 1)  # batch order
-    batch = min(config.batch_size, len(x_train))
-    steps_per_epoch = math.ceil(len(x_train) / batch)
-
     memory: dict = {}
     if measure_memory:
         if device.type == "cuda":
@@ -371,28 +369,30 @@ def train_run(config: RunConfig, *, measure_memory: bool = False, data: Syntheti
     diagnosed = projected = 0
     f1_by_epoch: list[list[float]] = []
     status, message = "completed", ""
-    for epoch in range(config.epochs):
-        order = torch.randperm(len(x_train), generator=shuffle).to(device)  # [n]
-        for k in range(steps_per_epoch):
-            with quiet_gc():
-                started, started_cpu = clock(device), time.process_time()
-                index = order[k * batch: (k + 1) * batch]
-                record = training.step(x_train[index], y_train[index])
-                step_seconds.append(clock(device) - started)
-                step_cpu_seconds.append(time.process_time() - started_cpu)
-            # diagnostics, outside the timed step (the engine's: Appendix C.7 indicators on every step)
-            if not (bool(torch.isfinite(record.losses).all()) and bool(torch.isfinite(record.p).all())):
-                status, message = "diverged", f"non-finite loss or update at epoch {epoch}, step {k}"
-                break
-            indicators = conflicts(record.G, record.a, record.u, record.p if training.aligned else None)
-            diagnosed += 1
-            for key, value in indicators.items():
-                counts[key] += int(bool(value))
-            projected += int(training.aligned and bool((record.p - record.u).norm() > 0))
-            del record  # G is not kept alive into the next step (it would add m x p to the peak memory)
-        if status != "completed":
-            break
-        f1_by_epoch.append(f1_per_task(training.model, x_test, y_test).tolist())
+    @contextlib.contextmanager
+    def timed():  # the step alone: wall clock after the device's queued work, and this process's CPU time
+        with quiet_gc():
+            started, started_cpu = clock(device), time.process_time()
+            yield
+            step_seconds.append(clock(device) - started)
+            step_cpu_seconds.append(time.process_time() - started_cpu)
+
+    def diagnose(epoch: int, k: int, record) -> bool:  # outside the timed step: Appendix C.7's indicators
+        nonlocal status, message, diagnosed, projected
+        if not (bool(torch.isfinite(record.losses).all()) and bool(torch.isfinite(record.p).all())):
+            status, message = "diverged", f"non-finite loss or update at epoch {epoch}, step {k}"
+            return False
+        indicators = conflicts(record.G, record.a, record.u, record.p if training.aligned else None)
+        diagnosed += 1
+        for key, value in indicators.items():
+            counts[key] += int(bool(value))
+        projected += int(training.aligned and bool((record.p - record.u).norm() > 0))
+        return True
+
+    training.optimizer.fit(lambda xb, yb: task_losses(training.model, xb, yb), x_train, y_train,
+                           epochs=config.epochs, batch_size=config.batch_size, shuffle=shuffle, around_step=timed,
+                           after_step=diagnose,
+                           after_epoch=lambda _: f1_by_epoch.append(f1_per_task(training.model, x_test, y_test).tolist()))
 
     if measure_memory:
         if device.type == "cuda":

@@ -6,6 +6,7 @@ optimizer's proposal and alignment, task heads by the optimizer alone.
     for x, y in batches:
         step = optimizer.step(lambda: task_losses(model, x, y))   # m scalar losses -> one update
         step.G, step.a, step.u, step.p, step.losses               # what the step computed (detached)
+    optimizer.fit(lambda x, y: task_losses(model, x, y), x, y, epochs=E, batch_size=B, shuffle=generator)
 
 One step (the paper's multi-task appendix, app:mtl_details: "GUA is applied to the same shared parameters
 after task-gradient aggregation and optimizer proposal. The task-specific classification heads are updated
@@ -26,6 +27,8 @@ heads every parameter is shared.  The learning rate is the optimizer's ``lr``, c
 
 from __future__ import annotations
 
+import contextlib
+import math
 from typing import Callable, NamedTuple, Sequence
 
 import torch
@@ -92,6 +95,33 @@ class MultiTaskOptimizer:
                                                                      params=_flat(self.heads))  # [p_h]
             _apply(self.heads, u_heads, self.lr)
         return MultiTaskStep(G, step.a, step.u, step.p, torch.stack([loss.detach() for loss in losses]))
+
+
+    def fit(self, task_losses: Callable[[Tensor, Tensor], Sequence[Tensor]], x: Tensor, y: Tensor, *, epochs: int,
+            batch_size: int, shuffle: torch.Generator, around_step=contextlib.nullcontext,
+            after_step: Callable[[int, int, MultiTaskStep], bool] | None = None,
+            after_epoch: Callable[[int], None] | None = None) -> int:
+        """Train on (x [n, d], y [n, ...]) for ``epochs`` epochs of minibatches: each epoch a permutation drawn
+        from ``shuffle`` (on the CPU, then moved to x's device) cut into ceil(n / B) batches of B = min(
+        ``batch_size``, n) rows, one `step` each on ``task_losses(x_batch, y_batch)``.  ``around_step()``: a
+        context around each step (a benchmark's timer); ``after_step(epoch, k, step)``: called after step k of
+        an epoch, False stops the training; ``after_epoch(epoch)``: after each whole epoch.  Returns the epochs
+        completed."""
+        batch = min(int(batch_size), len(x))
+        steps_per_epoch = math.ceil(len(x) / batch)
+        for epoch in range(int(epochs)):
+            order = torch.randperm(len(x), generator=shuffle).to(x.device)  # [n]
+            for k in range(steps_per_epoch):
+                with around_step():
+                    index = order[k * batch: (k + 1) * batch]  # [B]
+                    step = self.step(lambda: task_losses(x[index], y[index]))
+                stop = after_step is not None and after_step(epoch, k, step) is False
+                del step  # G is not kept alive into the next step (it would add m x p to the peak memory)
+                if stop:
+                    return epoch
+            if after_epoch is not None:
+                after_epoch(epoch)
+        return int(epochs)
 
 
 def multitask_gradients(losses: Sequence[Tensor], shared: Sequence[Tensor], heads: Sequence[Tensor] = ()

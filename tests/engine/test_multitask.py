@@ -106,3 +106,29 @@ def test_refuses_what_it_cannot_run():
     ours = MultiTaskOptimizer(UpdateChain(Sum(), Adam(), NoAlignment()), shared, heads, tasks=M + 1)
     with pytest.raises(ValueError, match="3 losses"):
         ours.step(lambda: _losses(shared, heads, x, y))
+
+
+def test_fit_is_torch_adam_over_shuffled_minibatches_and_stops_when_asked():
+    """`fit`: each epoch a permutation from the shuffle generator cut into batches (the last one short), one
+    step each; oracle: torch.optim.Adam on the summed loss over the same batches, drawn by hand."""
+    shared, heads, x, y = _problem(n=22)
+    ref_shared, ref_heads = _copies(shared), _copies(heads)
+    ours = MultiTaskOptimizer(UpdateChain(Sum(), Adam(lr=1e-2), NoAlignment()), shared, heads, tasks=M)
+    seen, epochs_seen = [], []
+    done = ours.fit(lambda xb, yb: _losses(shared, heads, xb, yb), x, y, epochs=3, batch_size=8,
+                    shuffle=torch.Generator().manual_seed(5), after_step=lambda e, k, step: seen.append((e, k)),
+                    after_epoch=epochs_seen.append)
+    assert done == 3 and seen == [(e, k) for e in range(3) for k in range(3)] and epochs_seen == [0, 1, 2]
+    adam, shuffle = torch.optim.Adam(ref_shared + ref_heads, lr=1e-2), torch.Generator().manual_seed(5)
+    for _ in range(3):
+        order = torch.randperm(22, generator=shuffle)
+        for k in range(3):
+            rows = order[8 * k: 8 * k + 8]
+            adam.zero_grad()
+            sum(_losses(ref_shared, ref_heads, x[rows], y[rows])).backward()
+            adam.step()
+    for a, b in zip(shared + heads, ref_shared + ref_heads):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    stopped = ours.fit(lambda xb, yb: _losses(shared, heads, xb, yb), x, y, epochs=3, batch_size=8,
+                       shuffle=torch.Generator().manual_seed(5), after_step=lambda e, k, step: not (e == 1 and k == 0))
+    assert stopped == 1
