@@ -15,8 +15,8 @@ from ._cone import ENUMERATION_MAX_TASKS, project, solve_dual, unit_rows
 from ._conflicts import CONFLICT_EPS, CONFLICT_THRESHOLD, conflict_indicators, conflict_mask, conflicting, conflicts
 from ._gua import CHANGE_THRESHOLD, GUA, NoAlignment
 
-__all__ = ["unit_rows", "project", "solve_dual", "conflicts", "conflicting", "conflict_mask", "conflict_indicators", "GUA",
-           "NoAlignment", "make", "ENUMERATION_MAX_TASKS", "CONFLICT_EPS", "CONFLICT_THRESHOLD", "CHANGE_THRESHOLD"]
+__all__ = ["unit_rows", "project", "solve_dual", "conflicts", "conflicting", "conflict_mask", "conflict_indicators",
+           "GUA", "NoAlignment", "make", "ENUMERATION_MAX_TASKS", "CONFLICT_EPS", "CONFLICT_THRESHOLD", "CHANGE_THRESHOLD"]
 
 
 def make(name: str, **kwargs):

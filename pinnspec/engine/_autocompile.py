@@ -30,7 +30,7 @@ from ._chain import UpdateChain
 from ._execute import EAGER, plan_execution
 from ._gradients import loss_gradients
 
-__all__ = ["decide_compile", "use_compile_cache", "CompileRecords", "COMPILED_SHARE", "COLD_FIRST_STEP_S"]
+__all__ = ["decide_compile", "use_compile_cache", "compile_key", "CompileRecords", "COMPILED_SHARE", "COLD_FIRST_STEP_S"]
 
 #: a compiled step's time as a share of the eager one, by device type (measured: DeepXDE's Burgers on the
 #: 2-core CPU, `pinnspec bench peers`, 2.8 ms against 5.7; a GPU gains more, from fewer kernel launches)
@@ -56,7 +56,7 @@ def use_compile_cache() -> None:
 
 
 class CompileRecords:
-    """How long each problem's first compiled step took, by key (`key`): a JSON file in the user's cache
+    """How long each problem's first compiled step took, by key (`compile_key`): a JSON file in the user's cache
     folder, read and written whole (a record lost to a race costs one cold estimate)."""
 
     def __init__(self, path: str | None = None):
@@ -81,7 +81,7 @@ class CompileRecords:
         atomic_write_text(self.path, json.dumps(records, indent=1, sort_keys=True))
 
 
-def key(spec, device: torch.device) -> str:
+def compile_key(spec, device: torch.device) -> str:
     """What the compiled graphs depend on: the spec's statements without its epochs, seed and execution
     settings, the device type, torch's and pinnspec's versions."""
     statements, _ = what_it_trains(spec.source, settings_left_out=("epochs", "seed"))
@@ -118,7 +118,7 @@ def _decide(spec, device: torch.device, records: CompileRecords | None) -> tuple
         return "off", f"compile = auto: not compiled ({plan.not_taken[0][1]})"
     eager = _eager_seconds(problem, model, grouping.name, chain.sums_tasks, device, t.stage_list()[0].dtype)
     records = records or CompileRecords()
-    cost = records.get(key(spec, device))
+    cost = records.get(compile_key(spec, device))
     source = "this problem's last first step" if cost is not None else "an empty compile cache"
     cost = cost if cost is not None else COLD_FIRST_STEP_S.get(device.type, COLD_FIRST_STEP_S["cpu"])
     share = COMPILED_SHARE.get(device.type, COMPILED_SHARE["cpu"])

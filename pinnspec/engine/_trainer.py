@@ -34,11 +34,10 @@ from .._malloc import tune_allocator
 from ..catalog import QUASI_NEWTON_STAGES
 from ..compiler import compile_spec
 from ..registry import SCHEDULES
+from ._artifacts import to_device
+from ._autocompile import CompileRecords, compile_key, decide_compile, use_compile_cache
 from ._build import DTYPES, build_model, check_dense_stages, resolve_device
 from ._chain import ChainState, UpdateChain
-from ._artifacts import to_device
-from ._autocompile import CompileRecords, decide_compile, use_compile_cache
-from ._autocompile import key as compile_key
 from ._execute import Execution, StepContext, StepOut, StepValues, fetch, plan_execution, with_host_steps
 from ._group import resume_in_lane
 from ._monitor import Evaluation, Monitor, TrainingDiverged

@@ -11,7 +11,7 @@ import torch
 
 from pinnspec.engine import Trainer
 from pinnspec.engine import _autocompile
-from pinnspec.engine._autocompile import COLD_FIRST_STEP_S, CompileRecords, decide_compile, key
+from pinnspec.engine._autocompile import COLD_FIRST_STEP_S, CompileRecords, compile_key, decide_compile
 from pinnspec.lang import apply_overrides, loads
 
 TINY = Path(__file__).parent / "data" / "tiny.pinn"
@@ -35,11 +35,11 @@ def test_a_short_run_is_not_compiled_and_a_long_one_is(tmp_path):
 def test_the_decision_reads_this_problems_last_first_step(tmp_path):
     records = CompileRecords(str(tmp_path / "records.json"))
     spec = tiny(epochs=2000)
-    records.put(key(spec, CPU), 1e-9)  # a first step that costs nothing: any saving pays
+    records.put(compile_key(spec, CPU), 1e-9)  # a first step that costs nothing: any saving pays
     decided, why = decide_compile(spec, CPU, records=records)
     assert decided.ir.training.setting("compile") == "on" and "(this problem's last first step)" in why
-    assert key(tiny(epochs=5, seed=3), CPU) == key(spec, CPU)  # epochs and seed leave the graphs as they are
-    assert key(apply_overrides(spec, {"points": "pde 100, walls 40, ic 40"}), CPU) != key(spec, CPU)
+    assert compile_key(tiny(epochs=5, seed=3), CPU) == compile_key(spec, CPU)  # epochs and seed leave the graphs as they are
+    assert compile_key(apply_overrides(spec, {"points": "pde 100, walls 40, ic 40"}), CPU) != compile_key(spec, CPU)
 
 
 def test_a_run_that_cannot_compile_says_why():
@@ -57,7 +57,7 @@ def test_records_survive_garbage_and_the_trainer_writes_its_first_compiled_step(
     spec = tiny(epochs=3, compile="on")
     Trainer(spec).run()
     recorded = json.loads(path.read_text())
-    assert list(recorded) == [key(spec, CPU)] and recorded[key(spec, CPU)] > 0
+    assert list(recorded) == [compile_key(spec, CPU)] and recorded[compile_key(spec, CPU)] > 0
     run = Trainer(tiny(epochs=10 ** 6))  # decided on from that record
     assert run.spec.ir.training.setting("compile") == "on"
     assert "compile = auto: compiled" in capsys.readouterr().err
