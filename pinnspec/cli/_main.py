@@ -154,9 +154,9 @@ def _default_run_dir(problem: str) -> str:
 
 
 def _errors_line(result, best: str, final: str) -> str:
-    if result.validation == "training loss":
+    if result.validation == "held-out residual":
         return (f"no reference: no test error; the checkpoint kept is the validation epoch with the lowest "
-                f"training loss (epoch {result.best_epoch})")
+                f"residual on held-out points (epoch {result.best_epoch})")
     when = "no validation yet" if result.best_epoch is None else f"best validation, epoch {result.best_epoch}"
     return f"test rel-L2 {best} ({when}), final {final}"
 

@@ -26,6 +26,9 @@ __all__ = ["Evaluation", "Monitor", "TrainingDiverged", "EVAL_BATCH", "weights_l
 
 #: points per forward pass when the model is evaluated on the test or validation points
 EVAL_BATCH = 65_536
+#: the resampling block of the held-out points of a run without a reference (`Evaluation.held_out`): apart from
+#: the training blocks (< 2^32) and a quasi-Newton stage's (2^32 + its first epoch), so a draw of their own
+HELD_OUT_BLOCK = 2 ** 40
 
 
 class TrainingDiverged(RuntimeError):
@@ -34,15 +37,17 @@ class TrainingDiverged(RuntimeError):
 
 class Evaluation:
     """The test and validation points in the run's dtype (from the problem's float64 points), their reference
-    values (None without a reference) and the model's rel-L2 on them."""
+    values (None without a reference) and the model's rel-L2 on them; without a reference, the held-out points
+    whose residuals choose the kept model instead (`held_out`)."""
 
     def __init__(self, problem: CompiledProblem, model: torch.nn.Module, *, device: torch.device,
                  dtype: torch.dtype):
         self.problem, self.model, self.device = problem, model, device
         self.has_reference = problem.has_reference
+        self._held_out: Points | None = None
         self.validation_points = self.validation_reference = self.test_reference = None
         self.retyped(dtype)
-        if self.has_reference:  # without one, the checkpoint is chosen on the training loss
+        if self.has_reference:  # without one, the checkpoint is chosen on the held-out residual
             # the references come from the float64 points: a float32 copy can round past the domain's edge
             # (t = pi/2 becomes 1.5707964 > pi/2, outside a generated reference's time span)
             self.validation_reference = problem.reference(problem.validation_points()).to(device)
@@ -50,10 +55,19 @@ class Evaluation:
 
     def retyped(self, dtype: torch.dtype) -> None:
         """The points in ``dtype`` (a stage of another dtype)."""
+        self.dtype, self._held_out = dtype, None
         self.test_points = torch.as_tensor(self.problem.test_points(), dtype=dtype, device=self.device)
         if self.has_reference:
             self.validation_points = torch.as_tensor(self.problem.validation_points(), dtype=dtype,
                                                      device=self.device)
+
+    def held_out(self) -> Points:
+        """Every condition's points drawn once more, apart from the training points (the sampler's base draw of
+        block `HELD_OUT_BLOCK` of the run's seed): what chooses the kept model of a run without a reference.  A
+        deterministic sampler (``grid``) and a data file give the training points again."""
+        if self._held_out is None:
+            self._held_out = self.problem.sample(0, device=self.device, dtype=self.dtype, block=HELD_OUT_BLOCK)
+        return self._held_out
 
     @torch.no_grad()
     def predict(self, x: torch.Tensor) -> torch.Tensor:
@@ -170,9 +184,10 @@ class Monitor:
     # ================================================================== validation
     def validate(self, run: RunState, epoch: int, row: dict, model: torch.nn.Module, params: dict,
                  points: Points, engine: str | None, attention: dict | None) -> None:
-        """Validation after epoch ``epoch + 1`` on the run's ``points`` of that epoch; the best so far is the
-        checkpoint the run reports.  Without a reference the checkpoint is chosen on the training loss instead:
-        the summed task losses of the model now, on these points."""
+        """Validation after epoch ``epoch + 1`` (``points``: the run's of that epoch, where causal weights are
+        logged); the best so far is the checkpoint the run reports.  Without a reference the checkpoint is chosen
+        on the held-out residual instead: the summed task losses of the model now on held-out points
+        (`Evaluation.held_out`)."""
         if attention:  # `weights rba`: the mean per-point weight of each condition
             row.update({f"attention:{name}": float(w.mean()) for name, w in attention.items()})
         if self.problem.causal:  # the last chunk's weight (the smallest): 1 once the residual is small everywhere
@@ -184,20 +199,15 @@ class Monitor:
             row["validation"] = value
             run.validations.append((epoch + 1, value))
         else:
-            value = self._training_loss(model, params, points, engine)
+            value = self._held_out_loss(model, params, engine)
         if value < run.best.validation:
             run.best = Best(value, epoch + 1, {k: v.detach().clone() for k, v in model.state_dict().items()},
                             {k: v.detach().clone() for k, v in params.items()})
 
-    def _training_loss(self, model, params, points: Points, engine: str | None) -> float:
-        """The summed task losses of the model now on ``points`` (all ranks together)."""
-        losses = self.problem.losses(model, points, params, self.grouping.name, engine=engine)
-        total = losses.tasks.detach().sum().to(torch.float64)
-        if self.distributed:
-            import torch.distributed as dist
-
-            dist.all_reduce(total)
-        return float(total)
+    def _held_out_loss(self, model, params, engine: str | None) -> float:
+        """The summed task losses of the model now on the held-out points (every rank evaluates them all)."""
+        losses = self.problem.losses(model, self.evaluation.held_out(), params, self.grouping.name, engine=engine)
+        return float(losses.tasks.detach().sum().to(torch.float64))
 
     def validated(self, epoch: int, *, last: int, stage_starts: list[int]) -> bool:
         """Whether epoch ``epoch`` validates: every `every` epochs, at the end of each stage (the next begins from

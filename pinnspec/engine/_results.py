@@ -43,7 +43,8 @@ class Result:
     best_epoch: int | None  # epochs are counted from 1: epoch k is the state after k updates
     best_validation: float | None  # the best validation rel-L2 (None: no reference)
     #: what chose the best checkpoint: "points" (rel-L2 on separate validation points), "test" (rel-L2 on the
-    #: test set), or "training loss" (a spec without reference: the summed task losses of the model then)
+    #: test set), or "held-out residual" (a spec without reference: the summed task losses of the model then on
+    #: held-out points drawn apart from the training points)
     validation: str
     rates: dict[str, float | None]
     projected_fraction: float | None
@@ -115,7 +116,7 @@ class RunFiles:
             grouping=grouping.name, seed=seed, epochs=epochs, epochs_done=run.epoch,
             status=run.status, rel_l2=best, rel_l2_final=final, best_epoch=run.best.epoch,
             best_validation=None if run.best.epoch is None or not has_reference else run.best.validation,
-            validation=("training loss" if not has_reference else
+            validation=("held-out residual" if not has_reference else
                         "test" if self.spec.ir.validation.on_test else "points"),
             rates=rates, projected_fraction=(run.counters.projected / n if n and aligned else None),
             train_time_s=run.elapsed, peak_memory_mb=peak, device=str(self.device), dtype=dtype,

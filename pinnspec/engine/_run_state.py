@@ -19,7 +19,7 @@ __all__ = ["Best", "Counters", "GroupLane", "RunState"]
 class Best:
     """The best checkpoint so far: its validation value, the epoch it was taken after and its weights."""
 
-    validation: float = math.inf  # the validation rel-L2, or without a reference the training loss
+    validation: float = math.inf  # the validation rel-L2, or without a reference the held-out residual
     epoch: int | None = None
     model: dict | None = None
     params: dict | None = None

@@ -15,6 +15,18 @@ from . import _ast as A
 from ._diagnostics import Collector
 
 #: name -> (sympy callable, min args, max args or None)
+#: what other tools call the derivative operators -> how a spec writes them (docs/reference.md, "Derivatives")
+OTHER_NAMES = {
+    "laplacian": "lap(u) for the Laplacian of u",
+    "laplace": "lap(u) for the Laplacian of u",
+    "grad": "d(u, x) for the derivative of u by x (or u_x)",
+    "gradient": "d(u, x) for the derivative of u by x (or u_x)",
+    "diff": "d(u, x) for the derivative of u by x (or u_x)",
+    "derivative": "d(u, x) for the derivative of u by x (or u_x)",
+    "div": "d(a, x) + d(b, y) for the divergence of (a, b)",
+    "divergence": "d(a, x) + d(b, y) for the divergence of (a, b)",
+}
+
 BUILTIN_FUNCTIONS: dict[str, tuple[Callable, int, int | None]] = {
     "sin": (sympy.sin, 1, 1),
     "cos": (sympy.cos, 1, 1),
@@ -262,8 +274,14 @@ class ExprLowering:
                 self.diag.error(node.func.span, f"'{name}' is not a function (it is a {scope.declared.get(name, ('field',))[0]}); "
                                 "fields are used without arguments, e.g. u")
             else:
-                hint = did_you_mean(name, list(BUILTIN_FUNCTIONS) + FUNCTIONS.names() + ["d", "lap", "dn"])
-                more = f"; did you mean '{hint}'?" if hint else ""
+                known = list(BUILTIN_FUNCTIONS) + FUNCTIONS.names() + ["d", "lap", "dn"]
+                hint = did_you_mean(name, known)
+                if name.lower() in OTHER_NAMES:
+                    more = f"; write {OTHER_NAMES[name.lower()]}"
+                elif hint:
+                    more = f"; did you mean '{hint}'?"
+                else:
+                    more = f" (functions are: {', '.join(sorted(known))})"
                 self.diag.error(node.func.span, f"unknown function '{name}'{more}")
             return None
         n = len(node.args)

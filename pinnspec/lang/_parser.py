@@ -536,6 +536,11 @@ def syntax_error(err: UnexpectedInput, text: str, filename: str, postlex: Bracke
                 message = f"unexpected {_describe_token(tok)}"
         if tok.type != "$END" and str(tok) == "=" and "EQUAL" not in expected and "==" in text:
             message += " (use a single '=')"
+        before = text[: tok.start_pos].rstrip()
+        if (tok.type in ("NAME", "NUMBER") and "STAR" in expected and before
+                and (before[-1].isalnum() or before[-1] in "_).")):  # two operands side by side, as in mathematics
+            operand = before.split()[-1].split("(")[-1]
+            message = f"unexpected {_describe_token(tok)}: a product needs '*' (write {operand}*{tok})"
         if tok.type == "_NL" and text[: tok.start_pos].rstrip().endswith((",", "+", "-", "*", "/", "=")):
             message += " (a statement continues onto the next line only inside brackets: ( [ )"
     else:  # UnexpectedEOF and anything else Lark raises

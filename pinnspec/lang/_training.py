@@ -68,6 +68,9 @@ def validated_call(ctx: Context, kind: str, call: A.Call) -> ir.CallSpec | None:
     if name not in known:
         hint = did_you_mean(name, known)
         more = f"; did you mean '{hint}'?" if hint else f" (known: {', '.join(sorted(known))})"
+        if kind == "reference" and name == "none":  # a spec without a reference solution has no statement
+            more = ("; a spec without a reference solution leaves the 'reference' statement out (it then has no "
+                    "test error, and the kept model is chosen on its residual at held-out points)")
         ctx.diag.error(call.func.span, f"unknown {kind} '{name}'{more}")
         return None
     params = known[name]

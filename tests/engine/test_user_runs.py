@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import pinnspec
 from pinnspec.lang import loads
@@ -21,7 +22,7 @@ def _without_reference(tmp_path) -> Path:
     return path
 
 
-def test_a_spec_without_reference_trains_and_chooses_its_checkpoint_on_the_training_loss(tmp_path):
+def test_a_spec_without_reference_trains_and_chooses_its_checkpoint_on_held_out_points(tmp_path):
     spec = _without_reference(tmp_path)
     assert not pinnspec.load(spec).warnings  # `check` says nothing about a missing reference
     out = tmp_path / "run"
@@ -29,7 +30,7 @@ def test_a_spec_without_reference_trains_and_chooses_its_checkpoint_on_the_train
     assert result.status == "completed"
     saved = json.loads((out / "result.json").read_text())
     assert saved["rel_l2"] is None and saved["rel_l2_final"] is None and saved["best_validation"] is None
-    assert saved["validation"] == "training loss"
+    assert saved["validation"] == "held-out residual"
     history = np.genfromtxt(out / "history.csv", delimiter=",", names=True)
     assert np.isnan(history["validation"]).all()
     # the chosen epoch is a validation epoch (every 10) whose model had the lowest loss then: losses fall here
@@ -40,29 +41,29 @@ def test_a_spec_without_reference_trains_and_chooses_its_checkpoint_on_the_train
         assert data["prediction"].shape == (len(data["points"]), 1)
 
 
-def test_the_checkpoint_without_reference_is_the_one_with_the_lowest_training_loss(tmp_path):
-    """The loss that chooses it is the summed task losses of the model at that epoch, on that epoch's
-    points: recompute it for every validation epoch of a saved run from its checkpoint's best model."""
+def test_the_checkpoint_without_reference_is_the_one_with_the_lowest_held_out_residual(tmp_path):
+    """The value that chooses it is the summed task losses of the model at a validation epoch on held-out points
+    (the same at every validation, none of them a training point): recomputed here from each validation's
+    model, independently of the monitor."""
     from pinnspec.engine import Trainer
 
     trainer = Trainer(pinnspec.load(_without_reference(tmp_path)))
     trainer.epochs = 20
-    losses = {}
-    real_validate, real_loss = trainer.monitor.validate, trainer.monitor._training_loss
-    at = {}
+    held_out, training = trainer.evaluation.held_out(), trainer.points.at(0)
+    for a, b in zip(held_out.sets, training.sets):
+        assert a.x.shape == b.x.shape and not torch.equal(a.x, b.x)
+    losses, validate = {}, trainer.monitor.validate
 
-    def validate(run, epoch, *args):
-        at["epoch"] = epoch
-        return real_validate(run, epoch, *args)
+    def recorded(run, epoch, row, model, params, *args):
+        value = trainer.problem.losses(model, held_out, params, trainer.grouping.name).tasks.sum()
+        losses[epoch + 1] = float(value.detach().double())
+        return validate(run, epoch, row, model, params, *args)
 
-    def recorded(*args):
-        losses[at["epoch"] + 1] = real_loss(*args)
-        return losses[at["epoch"] + 1]
-
-    trainer.monitor.validate, trainer.monitor._training_loss = validate, recorded
+    trainer.monitor.validate = recorded
     result = trainer.run()
-    assert sorted(losses) == [10, 20]
+    assert sorted(losses) == [10, 20] and trainer.evaluation.held_out() is held_out
     assert result.best_epoch == min(losses, key=losses.get)
+    assert trainer.run_state.best.validation == pytest.approx(losses[result.best_epoch], rel=1e-6)
 
 
 def test_a_loss_that_blows_up_stops_the_run_as_diverged(tmp_path):
