@@ -77,7 +77,15 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     # and the conflict statistics: at validation epochs (the other steps take one backward pass of the sum)
     # or at every step
     "diagnostics": ("choice:validation|every", "validation"),
+    # a wall-time budget for the whole run (`train time = 10 min`; s, min or h), which its stages share
+    # (pinnspec.engine._budget); None: the epochs alone end the run
+    "time": ("duration", None),
 }
+#: the units of a wall time (`10 min`) -> seconds
+DURATION_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+#: `recipe NAME(args)`: a recipe expands into the training statements a spec leaves out (pinnspec.lang._recipe);
+#: name -> {argument: default}; time: the run's wall-time budget (None: the recipe's epoch counts)
+RECIPES: dict[str, dict[str, Any]] = {"strong": {"time": None}}
 #: the `train` settings that say how a run executes, not what it trains: a stopped run of a sweep or bench may
 #: resume with other values of these (the continuation is then not bit for bit the uninterrupted run)
 EXECUTION_SETTINGS = ("device", "compile", "engine", "stack", "checkpoint_every", "diagnostics")

@@ -464,6 +464,8 @@ class Training:
     #: the `stage` statements in file order; () without them (one stage: the optimizer for `epochs` epochs).
     #: With stages, ``optimizer`` is the first first-order stage's, and the settings' epochs their sum.
     stages: tuple[Stage, ...] = ()
+    #: `recipe NAME(...)` as written, before it is expanded (pinnspec.lang._recipe); None in a spec it expanded
+    recipe: CallSpec | None = None
 
     @property
     def options(self) -> dict[str, Any]:

@@ -13,7 +13,8 @@ A method is a surgery method with an optional ``+gua`` and an optional ``+enforc
 that ``enforce`` takes: `enforceable`): ``adam`` (PINNacle's vanilla PINN: the losses summed, Adam), ``config``,
 ``config+gua``, ``pcgrad+gua``, ``adam+enforce``, ...; or ``best``: the case's own configuration, the
 overrides of ``benchmarks/pinnacle/best/CASE.set`` (`best_settings`) on the case's spec, with its own stages
-and epochs (``--epochs`` does not apply to it).  The model scored is the one at the last epoch, as
+and epochs (``--epochs`` does not apply to it); or ``recipe``: no per-case file, ``--recipe 'strong(time = T)'``
+on the case's spec (``--time T``, default 15 min: the recipe's stages share it; pinnspec.lang._recipe).  The model scored is the one at the last epoch, as
 PINNacle reports it: the runs validate once, at the end, and a run in stages, which keeps the best of its
 stages' last epochs, is scored from its final checkpoint.  Metrics over every test point and every output:
 
@@ -46,6 +47,9 @@ CASES_DIR = os.path.join("benchmarks", "pinnacle", "cases")
 #: the folder of the cases' best configurations (``CASE.set``), beside CASES_DIR
 BEST_DIR = "best"
 BEST = "best"  # the method that runs them
+RECIPE = "recipe"  # the method that trains each case with `recipe strong` and a time budget
+DEFAULT_RECIPE_TIME = "15 min"
+RECIPE_VALIDATE_EVERY = 10 ** 7  # more epochs than a run trains: validations at the stages' ends only
 DEFAULT_METHODS = ("adam", "config", "config+gua")
 DEFAULT_EPOCHS = 20000
 VANILLA = "adam"  # the method name of PINNacle's vanilla PINN: no surgery, the optimizer alone
@@ -93,7 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated methods: adam (vanilla: the losses summed), a surgery method, or either "
                         "with +gua and/or +enforce (every condition of the case that enforce takes, by "
                         "construction); or best: each case's configuration in benchmarks/pinnacle/best/CASE.set, "
-                        f"with its own epochs (default {','.join(DEFAULT_METHODS)})")
+                        "with its own epochs; or recipe: each case with `--recipe 'strong(time = T)'` (--time) "
+                        f"(default {','.join(DEFAULT_METHODS)})")
+    p.add_argument("--time", default=DEFAULT_RECIPE_TIME, metavar="T",
+                   help=f"--methods recipe: each run's wall-time budget (default '{DEFAULT_RECIPE_TIME}')")
     p.add_argument("--seeds", default="0", metavar="LIST", help="seeds: 0,1,2 or 0-4 (default 0)")
     p.add_argument("--epochs", type=positive, default=DEFAULT_EPOCHS, metavar="N",
                    help=f"training epochs per run (default {DEFAULT_EPOCHS}, PINNacle's)")
@@ -143,8 +150,8 @@ def method_settings(method: str) -> dict[str, str]:
     """``adam`` -> surgery none; ``config+gua`` -> surgery config, align gua; ``pcgrad`` -> surgery pcgrad;
     a ``+enforce`` suffix (``adam+enforce``, ``config+gua+enforce``) also enforces every condition of the case
     that can be (`enforceable`)."""
-    if method.strip() == BEST:
-        return {}  # the case's file says (`best_settings`)
+    if method.strip() in (BEST, RECIPE):
+        return {}  # the case's file says (`best_settings`), or the recipe (`cell_settings`)
     surgery, suffixes = method.strip(), set()
     while surgery.endswith(tuple(f"+{s}" for s in SUFFIXES)):
         surgery, _, suffix = surgery.rpartition("+")
@@ -336,6 +343,9 @@ def _run(args) -> int:
             epochs = _total_epochs(os.path.join(folder, f"{case}.pinn"), own)
             base = {k: v for k, v in fixed.items() if k not in ("epochs", "validate")}
             return {**base, "validate": f"test every {epochs}", **own}
+        if method == RECIPE:  # the stages end where the time does: a validation at each stage's end and the last
+            base = {k: v for k, v in fixed.items() if k not in ("epochs", "validate")}
+            return {**base, "validate": f"test every {RECIPE_VALIDATE_EVERY}", "recipe": f"strong(time = {args.time})"}
         found = {**fixed, **settings[method]}
         if found.get("enforce") == EVERY_ENFORCEABLE:
             found["enforce"] = enforced[case]
@@ -445,6 +455,8 @@ def _execution_line(rows: list[dict]) -> str:
 def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              best: dict[str, dict[str, str]] | None = None) -> str:
     own = " (best: each case's own)" if best else ""
+    if RECIPE in names(args.methods, "--methods"):
+        own += f" (recipe: strong(time = {args.time}), epochs as the time allows)"
     lines = ["# pinnspec bench pinnacle", "",
              f"{args.epochs} epochs per run{own}, seeds {','.join(map(str, seed_list))}, device {args.device}, "
              f"jobs {args.jobs or 'default'}, compile {args.compile or 'as the specs say'}"

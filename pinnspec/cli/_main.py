@@ -90,6 +90,12 @@ def _cmd_show(args) -> int:
         except ValueError as err:
             raise UserError(f"{args.file}: error: {err}") from None
         return EXIT_OK
+    if args.stage == "recipe":
+        if not spec.recipe:
+            raise UserError(f"{args.file}: error: the spec has no recipe to show: write 'recipe strong' in it, or "
+                            "give --set recipe=strong")
+        print(spec.source, end="")
+        return EXIT_OK
     if args.stage in ("ast", "ir"):
         from ..lang import format_ast, format_ir
 
@@ -322,7 +328,7 @@ def _set_values(items: list[str]) -> dict[str, str]:
     return values
 
 
-_TRAIN_FLAGS = ("epochs", "surgery", "optimizer", "align", "grouping", "seed", "device", "dtype")
+_TRAIN_FLAGS = ("epochs", "surgery", "optimizer", "align", "grouping", "seed", "recipe", "time", "device", "dtype")
 
 
 def _cmd_eval(args) -> int:
@@ -491,8 +497,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="print a stage of the compiled problem")
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--stage", choices=["ast", "ir", "plan", "kernel", "step", "geometry"], default="ir",
+    p.add_argument("--stage", choices=["ast", "ir", "plan", "kernel", "step", "geometry", "recipe"], default="ir",
                    help="ast: the syntax tree with source positions; ir: the checked problem (SymPy residuals); "
+                        "recipe: the spec with its recipe written out, one reason per choice (text to paste and "
+                        "edit; with --set recipe=strong for a spec without a recipe statement); "
                         "plan: the point sets and the autograd calls of the derivative plan; "
                         "kernel: the generated residual code; step: how a training step runs (the execution "
                         "plan: the strategies in order, why, and what a failure falls back to); "
@@ -525,6 +533,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--align", metavar="CALL|none", help="e.g. gua, 'gua(metric = euclidean)', none")
     p.add_argument("--grouping", metavar="NAME", help="a grouping of the spec, e.g. two or three")
     p.add_argument("--seed", type=int)
+    p.add_argument("--recipe", metavar="CALL", help="train with a recipe: it replaces the spec's choices of network, "
+                                                    "stages, sampling, enforced conditions ... (e.g. strong, "
+                                                    "'strong(time = 10 min)'; `show --stage recipe` prints them)")
+    p.add_argument("--time", metavar="DURATION", help="a wall-time budget for the run, which its stages share "
+                                                      "(e.g. '10 min', '90 s', '1 h')")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"])
     p.add_argument("--dtype", choices=["float32", "float64"])
     p.add_argument("--out", metavar="DIR", help="run directory (default: a fresh folder under runs/); "

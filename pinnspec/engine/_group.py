@@ -56,6 +56,8 @@ def group_blocker(trainers: list[Trainer]) -> str | None:
                     "points do not depend on it)")
         if trainer.distributed:
             return f"{name} is data-parallel"
+        if trainer.budget.seconds is not None:
+            return f"{name} has a time budget (each run ends where its own time is spent)"
         if len(trainer.stages) > 1 or trainer.stages[0].second_order:
             return f"{name} trains in stages or by a quasi-Newton method (its steps are its own)"
         if trainer.chain.uses_hessian:

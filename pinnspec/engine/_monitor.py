@@ -222,6 +222,12 @@ class Monitor:
             self.bar = tqdm(total=epochs, initial=run.epoch, desc=self.spec.ir.name, unit="epoch",
                             dynamic_ncols=True)
 
+    def retotal(self, epochs: int) -> None:
+        """The run now ends at ``epochs`` (a stage ended early: `train time`)."""
+        if self.bar is not None:
+            self.bar.total = epochs
+            self.bar.refresh()
+
     def record(self, run: RunState, row: dict, epoch: int, epochs: int, validated: bool, stage: str | None,
                aligned: bool) -> None:
         """The bar moves on (its text every 10 epochs and at validations), or a log line at a validation."""

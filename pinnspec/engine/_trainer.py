@@ -36,6 +36,7 @@ from ..compiler import compile_spec
 from ..registry import SCHEDULES
 from ._artifacts import to_device
 from ._autocompile import CompileRecords, compile_key, decide_compile, use_compile_cache
+from ._budget import TimeBudget
 from ._build import DTYPES, build_model, check_dense_stages, resolve_device
 from ._chain import ChainState, UpdateChain
 from ._execute import Execution, StepContext, StepOut, StepValues, fetch, plan_execution, with_host_steps
@@ -93,6 +94,7 @@ class Trainer:
         #: the stages in order (one without `stage` statements) and the epoch each begins at
         self.stages = t.stage_list()
         self.stage_starts = [sum(s.epochs for s in self.stages[:k]) for k in range(len(self.stages))]
+        self.budget = TimeBudget(t.setting("time"), len(self.stages))
         if distributed and any(s.second_order for s in self.stages):
             raise ValueError(f"a quasi-Newton stage ({', '.join(QUASI_NEWTON_STAGES)}) does not run "
                              "data-parallel (its line search is one process's): train the spec without --distributed")
@@ -222,6 +224,7 @@ class Trainer:
         weights = self.chain_state.weights
         self._setup_stage(k)
         self._initial_stage_state(k)
+        self.budget.stage_began(k, time.perf_counter() - self._started)
         stage = self.stages[k]
         start = f"the best checkpoint (epoch {best.epoch})" if best.epoch is not None else "the last state"
         note = f"stage {k + 1}/{len(self.stages)}: {stage}, from {start}"
@@ -376,6 +379,8 @@ class Trainer:
         self.monitor.begin(self.run_state, self.epochs)
         self._previous_sigint = install_sigint(self.request_stop) if sigint else None
         self._started = time.perf_counter() - self.run_state.elapsed
+        if self.budget.deadline is None:
+            self.budget.stage_began(self.stage_index, self.run_state.elapsed)
         if self.run_state.epoch >= self.epochs:
             self.run_state.status = "completed"
 
@@ -398,6 +403,8 @@ class Trainer:
             run.history.append({"epoch": run.epoch + 1, "loss": float("nan")})
             run.elapsed = time.perf_counter() - self._started
             return False
+        if self.budget.spent(time.perf_counter() - self._started):
+            self._end_stage_after(epoch)
         validated = self.monitor.validated(epoch, last=self.epochs, stage_starts=self.stage_starts)
         if validated:
             self.monitor.validate(run, epoch, row, self.model, self.params, self.points.at(epoch), self.plan.engine,
@@ -415,6 +422,24 @@ class Trainer:
             run.status = "completed"
             return False
         return not self.stop_if_requested()
+
+    def _end_stage_after(self, epoch: int) -> None:
+        """The stage in progress has spent its share of the time budget: it ends after ``epoch`` (the later stages,
+        and the run's last epoch, move forward by the epochs it leaves out)."""
+        k = self.stage_index
+        end = self.stage_starts[k + 1] if k + 1 < len(self.stages) else self.epochs
+        left_out = end - (epoch + 1)
+        if left_out <= 0:
+            return
+        self.stage_starts[k + 1:] = [start - left_out for start in self.stage_starts[k + 1:]]
+        self.epochs -= left_out
+        self.monitor.retotal(self.epochs)
+        budget = f"{self.budget.seconds:g} s"
+        if k + 1 < len(self.stages):
+            self.monitor.notice(f"stage {k + 1}/{len(self.stages)} has spent its share of the time budget ({budget}) "
+                                f"after epoch {epoch + 1}", prefix=False)
+        else:
+            self.run_state.message = f"the time budget ({budget}) was spent after epoch {epoch + 1}"
 
     def request_stop(self) -> None:
         """Stop after the epoch in progress, checkpointed (what Ctrl-C does)."""
@@ -456,6 +481,8 @@ class Trainer:
             "version": __version__,
             "source_dir": self.spec.ir.source_dir,  # relative data/reference paths of config.pinn resolve here
             "stage": self.stage_index,
+            **({"stage_starts": list(self.stage_starts), "planned_epochs": self.epochs, **self.budget.state_dict()}
+               if self.budget.seconds is not None else {}),
             **({"attention": dict(self.attention)} if self.attention is not None else {}),
             **(self.quasi_newton.state_dict() if self.quasi_newton is not None else {}),
             "model": self.model.state_dict(),
@@ -468,6 +495,9 @@ class Trainer:
 
     def load_state_dict(self, state: dict) -> None:
         stage = state.get("stage", 0)  # absent in checkpoints written before stages
+        if "stage_starts" in state:  # a run with a time budget: where its stages end, as far as it has decided
+            self.stage_starts, self.epochs = list(state["stage_starts"]), int(state["planned_epochs"])
+            self.budget.load_state_dict(state)
         if stage != self.stage_index:  # its dtype before the weights load (a float64 stage keeps every bit); a
             self._setup_stage(stage, objective=False)  # quasi-Newton stage's points and objective: below
         self.model.load_state_dict(state["model"])

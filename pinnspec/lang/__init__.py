@@ -16,6 +16,7 @@ from ._diagnostics import Diagnostic, SpecError
 from ._lower import lower, spec_domain
 from ._overrides import STATEMENT_KEYS, apply_overrides, flag_text, set_text, what_it_trains
 from ._parser import build_parser, grammar_text, parse
+from ._recipe import expand as expand_recipe
 from ._show import format_ast, format_ir
 
 __all__ = ["Spec", "SpecError", "Diagnostic", "Span", "KEYWORDS", "load", "loads", "parse",
@@ -31,6 +32,8 @@ class Spec:
     ast: SpecFile = field(repr=False)
     ir: ir.Problem = field(repr=False)
     warnings: tuple[Diagnostic, ...] = ()
+    #: the recipe the text was expanded from, as written (``strong(time = 10 min)``); "" without one
+    recipe: str = ""
 
     @property
     def name(self) -> str:
@@ -56,6 +59,14 @@ def loads(text: str, filename: str = "<string>", base_dir: str | None = None) ->
     ``base_dir`` (default: the file's folder, else the working directory)."""
     if base_dir is None:
         base_dir = os.path.dirname(os.path.abspath(filename)) if filename != "<string>" else os.getcwd()
+    spec = checked(text, filename, base_dir)
+    if spec.ir.training.recipe is not None:
+        spec = expand_recipe(spec, replace=False, check=lambda t: checked(t, filename, base_dir))
+    return spec
+
+
+def checked(text: str, filename: str, base_dir: str) -> Spec:
+    """``text`` parsed and checked as it stands (a `recipe` statement is checked, not expanded)."""
     tree = parse(text, filename)
     problem, diagnostics = lower(tree, base_dir)
     diagnostics.raise_if_errors()

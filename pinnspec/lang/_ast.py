@@ -124,7 +124,16 @@ class TupleExpr(Node):
     span: Span
 
 
-Expr = Union[Number, Name, String, BinOp, Neg, Call, TupleExpr]
+@dataclass(frozen=True)
+class Duration(Node):
+    """A wall time as a setting's value: ``10 min`` (a number and its unit, checked where it is used)."""
+
+    amount: Number
+    unit: Ident
+    span: Span
+
+
+Expr = Union[Number, Name, String, BinOp, Neg, Call, TupleExpr, Duration]
 
 
 # ------------------------------------------------------------------ statements
@@ -398,7 +407,7 @@ class Report(Statement):
 
 @dataclass(frozen=True)
 class Setting(Statement):
-    """``model``/``optimizer``/``schedule``/``surgery``/``align``/``weights`` CALL."""
+    """``model``/``optimizer``/``schedule``/``surgery``/``align``/``weights``/``recipe`` CALL."""
 
     kind: str
     call: Call
@@ -483,6 +492,6 @@ _KEYWORDS = {
 #: Words the grammar reserves: declaring one as a name is an error.
 KEYWORDS = frozenset(
     set(_KEYWORDS.values())
-    | {"model", "optimizer", "schedule", "surgery", "align", "weights"}
+    | {"model", "optimizer", "schedule", "surgery", "align", "weights", "recipe"}
     | {"in", "on", "from", "every", "never", "grid", "pool"}
 )

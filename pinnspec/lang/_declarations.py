@@ -18,7 +18,7 @@ from ._geometry import BOX
 
 #: Statements a spec may hold at most once.
 SINGLE = ("problem", "time", "domain", "sampler", "resample", "reference", "test", "validate",
-          "model", "optimizer", "schedule", "surgery", "align", "weights")
+          "model", "optimizer", "schedule", "surgery", "align", "weights", "recipe")
 #: The statements that are conditions.
 CONDITION_STATEMENTS = (A.Equation, A.Initial, A.Boundary, A.Periodic, A.Data)
 

@@ -102,6 +102,11 @@ class ExprLowering:
         self.diag.error(node.span, f"a tuple is not a value in {scope.where}")
         return None
 
+    def _Duration(self, node: A.Duration, scope: Scope):
+        self.diag.error(node.span, f"a wall time ({node.amount.text} {node.unit.name}) is a value of 'time' "
+                        f"alone, not of {scope.where}; a product needs '*' ({node.amount.text}*{node.unit.name})")
+        return None
+
     def _Name(self, node: A.Name, scope: Scope):
         name = node.id
         if name in CONSTANTS:

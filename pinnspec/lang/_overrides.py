@@ -23,7 +23,7 @@ from ._diagnostics import Diagnostic, SpecError
 
 #: keys that replace a whole statement; the value is the statement's text after the keyword
 STATEMENT_KEYS = ("model", "optimizer", "schedule", "surgery", "align", "weights", "stage", "causal", "enforce",
-                  "points", "sampler", "resample", "test", "validate")
+                  "points", "sampler", "resample", "test", "validate", "recipe")
 #: keys whose statement may repeat: the value lists them separated by ';' and replaces every one
 REPEATED_KEYS = ("stage", "causal")
 HEADER = "# --- command-line overrides ---"
@@ -64,7 +64,7 @@ def apply_overrides(spec, overrides: dict[str, object], written: dict[str, str] 
     ``written``: how the user wrote each override (key -> ``"--epochs -5"``,
     ``"--set epochs=-5"``), named by its errors and warnings; default ``key=value``.
     """
-    from . import loads  # local: the package imports this module
+    from . import checked, expand_recipe  # local: the package imports this module
 
     overrides = {k: v for k, v in overrides.items() if v is not None}
     if not overrides:
@@ -72,8 +72,13 @@ def apply_overrides(spec, overrides: dict[str, object], written: dict[str, str] 
     written = {k: (written or {}).get(k) or f"{k}={v}" for k, v in overrides.items()}
     _reject_unknown_keys(overrides, written)
     text, places = _resolved_text(spec, overrides, written)
+    filename, base_dir = f"{spec.filename} (with overrides)", spec.ir.source_dir
     try:
-        resolved = loads(text, filename=f"{spec.filename} (with overrides)", base_dir=spec.ir.source_dir)
+        resolved = checked(text, filename, base_dir)
+        if resolved.ir.training.recipe is not None:  # a recipe on the command line replaces the spec's choices
+            given = {f"train:{k}" if k in catalog.TRAIN_SETTINGS else k for k in overrides if k != "recipe"}
+            resolved = expand_recipe(resolved, replace="recipe" in overrides, explicit=frozenset(given),
+                                     check=lambda t: checked(t, filename, base_dir))
     except SpecError as err:
         raise SpecError([places.relocate(d) for d in err.diagnostics], err.source) from None
     return dataclasses.replace(resolved, warnings=tuple(places.relocate(w) for w in resolved.warnings))

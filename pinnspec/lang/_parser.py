@@ -136,6 +136,9 @@ class ToAst(Transformer):
     def empty_tuple(self, meta, c):
         return A.TupleExpr((), _span(meta))
 
+    def duration(self, meta, c):
+        return A.Duration(_number(c[0]), _ident(c[1]), _span(meta))
+
     def keyword_arg(self, meta, c):
         return A.KeywordArg(_ident(c[0]), c[1], _span(meta))
 
@@ -318,6 +321,7 @@ class ToAst(Transformer):
     surgery_stmt = _setting("surgery")
     align_stmt = _setting("align")
     weights_stmt = _setting("weights")
+    recipe_stmt = _setting("recipe")
     del _setting
 
     def enforce_stmt(self, meta, c):

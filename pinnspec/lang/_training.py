@@ -118,6 +118,9 @@ def validated_call(ctx: Context, kind: str, call: A.Call) -> ir.CallSpec | None:
 def _setting_value(ctx: Context, node: A.Expr, where: str, default: Any, tuples: bool = False):
     """A call argument as a plain value: number, name (as a string), string or tuple (where the argument's
     default is one, or ``tuples``: a number argument of `catalog.TUPLE_ARGUMENTS`, which takes numbers)."""
+    if isinstance(node, A.Duration):  # a wall time: `time = 10 min` alone (elsewhere the expression's error)
+        seconds = duration_seconds(ctx, node, where) if where.endswith("(time = ...)") else ctx.constant(node, where)
+        return _BAD if seconds is None else seconds
     if isinstance(node, A.String):
         value: Any = node.value
     elif isinstance(node, A.Name) and node.id not in ctx.lets and node.id not in CONSTANTS:
@@ -165,7 +168,8 @@ def training(ctx: Context, by_kind) -> ir.Training:
                            f"alignment is the optimizer's): the stages use {', '.join(s.optimizer.name for s in first_order)}")
     calls["align"] = _resolved_alignment(ctx, calls["align"], calls["optimizer"], by_kind.get("align", []))
     _check_fourier_scales(ctx, calls["model"], by_kind.get("model", []))
-    return ir.Training(settings=tuple(settings.items()), stages=stages, **calls)
+    recipe = next((validated_call(ctx, "recipe", st.call) for st in by_kind.get("recipe", [])[:1]), None)
+    return ir.Training(settings=tuple(settings.items()), stages=stages, recipe=recipe, **calls)
 
 
 def _check_fourier_scales(ctx: Context, model: ir.CallSpec, statements) -> None:
@@ -320,9 +324,40 @@ def _resolved_alignment(ctx: Context, align: ir.CallSpec, optimizer: ir.CallSpec
                                     for k, v in align.kwargs))
 
 
+def duration_seconds(ctx: Context, node: A.Expr, where: str) -> float | None:
+    """A wall time in seconds: ``10 min`` (units `catalog.DURATION_UNITS`) or a number of seconds; None (reported)
+    unless above 0."""
+    if isinstance(node, A.Duration):
+        unit = node.unit.name
+        if unit not in catalog.DURATION_UNITS:
+            hint = did_you_mean(unit, catalog.DURATION_UNITS)
+            more = f"did you mean '{hint}'?" if hint else f"the units are {', '.join(catalog.DURATION_UNITS)}"
+            ctx.diag.error(node.unit.span, f"{where}: unknown unit of time '{unit}'; {more}")
+            return None
+        seconds = float(node.amount.text) * catalog.DURATION_UNITS[unit]
+    elif isinstance(node, (A.Name, A.String)) and not (isinstance(node, A.Name) and node.id in ctx.lets):
+        ctx.diag.error(node.span, f"{where} is a wall time, e.g. 10 min (s, min or h)")
+        return None
+    else:
+        number = ctx.constant(node, where)
+        if number is None:
+            return None
+        seconds = float(number)
+    if not (0 < seconds < 1e9):
+        ctx.diag.error(node.span, f"{where} must be above 0 (a wall time, e.g. 10 min), got {seconds:g} s")
+        return None
+    return seconds
+
+
 def _train_value(ctx: Context, key: str, node: A.Expr, kind: str | None = None):
     """A `train` setting's value (``kind``: its kind, default `catalog.TRAIN_SETTINGS`'), or _BAD."""
     kind = kind or catalog.TRAIN_SETTINGS[key][0]
+    if kind == "duration":
+        seconds = duration_seconds(ctx, node, f"'{key}'")
+        return _BAD if seconds is None else seconds
+    if isinstance(node, A.Duration):
+        ctx.diag.error(node.span, f"'{key}' is not a wall time: only 'time' takes one")
+        return _BAD
     if kind in ("int", "number"):
         number = ctx.constant(node, f"'{key}'") if not isinstance(node, (A.Name, A.String)) or (
             isinstance(node, A.Name) and node.id in ctx.lets) else None
@@ -361,6 +396,8 @@ def _known(kind: str) -> dict[str, dict[str, Any]]:
     """The names of a training statement's kind with their arguments (the weights stage: `catalog.WEIGHTS`)."""
     if kind == "weights":
         return {name: dict(args) for name, args in catalog.WEIGHTS.items()}
+    if kind == "recipe":
+        return {name: dict(args) for name, args in catalog.RECIPES.items()}
     if kind == "stage":  # the optimizers, then the second-order methods
         return {**catalog.known("optimizer"), **{n: dict(a) for n, a in catalog.SECOND_ORDER_STAGES.items()}}
     return catalog.known(kind)

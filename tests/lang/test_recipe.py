@@ -1,0 +1,133 @@
+"""`recipe strong`: the training statements a spec leaves out, written out with a reason each.
+
+Golden files hold the expansion of PINNacle's cases and the paper's specs (``pinnspec show --stage recipe``;
+regenerate with PINNSPEC_UPDATE_GOLDEN=1 after an intended change and review the diff); the rest checks the
+precedence of what a user writes, the wall-time values, and the recipe's arithmetic against independent counts."""
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+import sympy
+
+from pinnspec.lang import SpecError, apply_overrides, load, loads
+from pinnspec.lang import _recipe
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).parent / "golden"
+CASES = sorted((ROOT / "benchmarks" / "pinnacle" / "cases").glob("*.pinn"))
+PAPER = sorted((ROOT / "specs").glob("*.pinn"))
+
+BURGERS = """problem burgers
+space x in [-1, 1]
+time t in [0, 1]
+field u
+equation pde: u_t + u*u_x - 0.01/pi*u_xx = 0
+initial ic: u = -sin(pi*x)
+boundary walls on x = -1, x = 1: u = 0
+boundary flux on x = -1: u_x = 0
+"""
+
+
+def _statements(spec) -> list[str]:
+    """The statements in force (comments and blank lines left out)."""
+    return [line for line in spec.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+@pytest.mark.parametrize("path", CASES + PAPER, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_golden_expansion(path):
+    spec = apply_overrides(load(path), {"recipe": "strong"})
+    text = spec.source.replace(str(ROOT), "ROOT")
+    golden = GOLDEN / f"recipe__{path.parent.name}__{path.stem}.txt"
+    if os.environ.get("PINNSPEC_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text()
+    again = loads(spec.source, filename=str(path))  # the expansion is a spec: it repeats the run
+    assert again.ir == spec.ir and again.ir.training.recipe is None
+
+
+def test_in_the_file_a_written_statement_wins():
+    spec = loads(BURGERS + "model mlp(width = 10, depth = 2)\ntrain epochs = 300\nrecipe strong\n")
+    statements = _statements(spec)
+    assert "model mlp(width = 10, depth = 2)" in statements  # the user's network, not the recipe's
+    assert not any(s.startswith("model ") and "width = 32" in s for s in statements)
+    assert not any(s.startswith("stage ") for s in statements)  # `train epochs` written: no stages
+    assert "optimizer adam(lr = 5e-3)" in statements
+    assert spec.ir.training.setting("epochs") == 300
+    assert "enforce ic, walls" in statements  # the Neumann condition stays a loss
+    assert spec.recipe == "strong"
+
+
+def test_on_the_command_line_the_recipe_replaces_and_other_flags_win():
+    spec = apply_overrides(loads(BURGERS + "model mlp(width = 10, depth = 2)\ntrain epochs = 300, seed = 3\n"),
+                           {"recipe": "strong", "optimizer": None, "schedule": "constant"})
+    statements = _statements(spec)
+    assert "model mlp(width = 32, depth = 3, activation = tanh, init = xavier)" in statements
+    assert "schedule constant" in statements and "schedule cosine(lr_min = 1e-4)" not in statements
+    assert [s for s in statements if s.startswith("stage ")] == [
+        "stage adam(lr = 5e-3) epochs = 2000", "stage ssbroyden epochs = 4000, dtype = float64, resample = 500"]
+    assert spec.ir.training.setting("seed") == 3  # the spec's other train settings stay
+
+
+def test_a_budget_ends_the_stages_by_time():
+    spec = loads(BURGERS + "recipe strong(time = 10 min)\n")
+    assert spec.ir.training.setting("time") == 600.0
+    assert "train time = 10 min" in _statements(spec)
+    assert spec.ir.training.stages[-1].epochs == _recipe.QUASI_NEWTON_CAP
+    short = loads(BURGERS + "recipe strong(time = 90 s)\n")
+    assert "width = 20" in short.ir.training.model.__str__()
+
+
+@pytest.mark.parametrize("value, seconds", [("10 min", 600.0), ("90 s", 90.0), ("1.5 h", 5400.0), ("45", 45.0)])
+def test_wall_times(value, seconds):
+    assert loads(BURGERS + f"train time = {value}\n").ir.training.setting("time") == seconds
+
+
+@pytest.mark.parametrize("line, message", [
+    ("train time = 10 mins", "unknown unit of time 'mins'; did you mean 'min'?"),
+    ("train time = 0 s", "'time' must be above 0"),
+    ("train time = fast", "'time' is a wall time, e.g. 10 min"),
+    ("train epochs = 10 min", "'epochs' is not a wall time"),
+    ("model mlp(width = 10 x)", "a wall time (10 x) is a value of 'time' alone"),
+    ("recipe strong(time = 3 weeks)", "unknown unit of time 'weeks'"),
+    ("recipe strongest", "unknown recipe 'strongest'; did you mean 'strong'?"),
+    ("recipe strong\nrecipe strong", "a second 'recipe' statement"),
+])
+def test_bad_recipes_and_times_are_located_errors(line, message):
+    with pytest.raises(SpecError) as err:
+        loads(BURGERS + line + "\n", filename="b.pinn")
+    text = err.value.render()
+    assert message in text and ("b.pinn:9:" in text or "b.pinn:10:" in text)
+
+
+def test_parameter_count_matches_torch():
+    torch = pytest.importorskip("torch")
+    from pinnspec.models import MLP
+
+    for inputs, outputs, width, depth in [(2, 1, 32, 3), (5, 3, 48, 4), (64, 1, 48, 3)]:
+        net = MLP(inputs, outputs, width, depth, "tanh")
+        assert _recipe._mlp_parameters(inputs, outputs, width, depth) == sum(p.numel() for p in net.parameters())
+    del torch
+
+
+def test_frequencies_are_found_in_the_data():
+    spec = load(ROOT / "benchmarks" / "pinnacle" / "cases" / "heat2dms.pinn")
+    found = _recipe._frequencies(spec.ir)
+    assert math.isclose(found["x"], 20 * math.pi) and math.isclose(found["y"], math.pi) and "t" not in found
+    assert sympy.pi  # the exact solution (exp in t) is not read: t has no frequency
+
+
+def test_the_recipe_is_not_read_from_the_reference():
+    """The choices depend on the problem, never on its exact solution or reference (a user may not have one)."""
+    with_exact = BURGERS + "exact u = sin(40*pi*x)\ntest 100\n"
+    a = [s for s in _statements(loads(with_exact + "recipe strong\n")) if not s.startswith(("exact", "test"))]
+    b = _statements(loads(BURGERS + "recipe strong\n"))
+    assert a == b
+
+
+def test_a_train_time_given_apart_is_the_recipes_budget():
+    spec = apply_overrides(loads(BURGERS), {"recipe": "strong", "time": "2 min"})
+    assert spec.ir.training.setting("time") == 120.0
+    assert spec.ir.training.stages[-1].epochs == _recipe.QUASI_NEWTON_CAP
+    assert "width = 20" in str(spec.ir.training.model)  # a budget under 3 minutes: the smaller network
