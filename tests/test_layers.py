@@ -12,12 +12,14 @@ PACKAGE = ROOT / "pinnspec"
 #: what each package may not import (at any level: module or function)
 FORBIDDEN = {
     "pinnspec.lang": ("pinnspec.compiler", "pinnspec.engine", "pinnspec.forward", "pinnspec.models",
-                      "pinnspec.sweep", "pinnspec.bench", "pinnspec.plots", "pinnspec.cli"),
-    "pinnspec.ir": ("pinnspec.lang", "pinnspec.compiler", "pinnspec.engine", "pinnspec.sweep", "pinnspec.bench"),
+                      "pinnspec.sweep", "pinnspec.bench", "pinnspec.plots", "pinnspec.cli", "pinnspec.tune"),
+    "pinnspec.ir": ("pinnspec.lang", "pinnspec.compiler", "pinnspec.engine", "pinnspec.sweep", "pinnspec.bench",
+                    "pinnspec.tune"),
     "pinnspec.registry": ("pinnspec.lang", "pinnspec.compiler", "pinnspec.engine"),
     "pinnspec.catalog": ("pinnspec.lang", "pinnspec.compiler", "pinnspec.engine"),
-    "pinnspec.compiler": ("pinnspec.lang", "pinnspec.engine", "pinnspec.sweep", "pinnspec.bench", "pinnspec.cli"),
-    "pinnspec.engine": ("pinnspec.sweep", "pinnspec.bench", "pinnspec.plots", "pinnspec.cli"),
+    "pinnspec.compiler": ("pinnspec.lang", "pinnspec.engine", "pinnspec.sweep", "pinnspec.bench", "pinnspec.cli",
+                          "pinnspec.tune"),
+    "pinnspec.engine": ("pinnspec.sweep", "pinnspec.bench", "pinnspec.plots", "pinnspec.cli", "pinnspec.tune"),
 }
 
 

@@ -121,6 +121,12 @@ def _parse_params(items: list[str]) -> dict[str, float]:
     return params
 
 
+def _cmd_tune(argv: list[str]) -> int:
+    from ..tune import main as tune_main
+
+    return tune_main(argv)
+
+
 def _cmd_verify(args) -> int:
     spec = _load(args.file)
     from ..compiler import compile_spec
@@ -576,6 +582,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "[--dry-run]")
     p.set_defaults(run=lambda _: _cmd_sweep(["--help"]))
 
+    p = sub.add_parser("tune", help="search a recipe's open choices (network, learning rate, Fourier scales) "
+                                    "within a wall time, judged on held-out residuals; writes the winner as a "
+                                    ".set file", description="pinnspec tune SPEC --time T [--trials N] [--seed S] "
+                                                             "[--set KEY=VALUE ...] [--out DIR]")
+    p.set_defaults(run=lambda _: _cmd_tune(["--help"]))
+
     from ..bench import BENCHMARKS  # torch-free
 
     p = sub.add_parser("bench", help="benchmarks: speed, overhead, and the paper's experiments gum, q2 ... q6",
@@ -591,6 +603,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "sweep":  # the sweep has its own parser (options may precede FILE)
         args = argparse.Namespace(run=lambda _: _cmd_sweep(argv[1:]))
+    elif argv and argv[0] == "tune":  # so has the tune
+        args = argparse.Namespace(run=lambda _: _cmd_tune(argv[1:]))
     else:
         args = build_parser().parse_args(argv)
     try:

@@ -199,12 +199,12 @@ class Monitor:
             row["validation"] = value
             run.validations.append((epoch + 1, value))
         else:
-            value = self._held_out_loss(model, params, engine)
+            value = self.held_out_loss(model, params, engine)
         if value < run.best.validation:
             run.best = Best(value, epoch + 1, {k: v.detach().clone() for k, v in model.state_dict().items()},
                             {k: v.detach().clone() for k, v in params.items()})
 
-    def _held_out_loss(self, model, params, engine: str | None) -> float:
+    def held_out_loss(self, model, params, engine: str | None) -> float:
         """The summed task losses of the model now on the held-out points (every rank evaluates them all)."""
         losses = self.problem.losses(model, self.evaluation.held_out(), params, self.grouping.name, engine=engine)
         return float(losses.tasks.detach().sum().to(torch.float64))

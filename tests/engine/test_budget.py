@@ -4,6 +4,7 @@ half (it ends after the epoch at which 10 s have passed), the second what is lef
 
 import csv
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,14 +14,9 @@ from pinnspec.engine import _trainer
 from pinnspec.engine._budget import TimeBudget
 from pinnspec.lang import loads
 
-SPEC = """problem heat
-space x in [0, 1]
-time t in [0, 1]
-field u
-equation pde: u_t - 0.1*u_xx = 0
-initial ic: u = sin(pi*x)
-boundary walls on x = 0, x = 1: u = 0
-points pde 64, walls 16, ic 16
+#: u_t = 0.1 u_xx on [0, 1]^2, u = sin(pi x) at t = 0, u = 0 on both walls (the engine tests' heat problem)
+HEAT_CONDITIONS = (Path(__file__).parent / "data" / "heat_conditions.pinn").read_text()
+SPEC = HEAT_CONDITIONS + """points pde 64, walls 16, ic 16
 model mlp(width = 8, depth = 2)
 schedule constant
 stage adam(lr = 5e-3) epochs = 30
