@@ -17,6 +17,7 @@
   the paper's.
 * ``pinnacle``: the PINNacle benchmark's cases (``benchmarks/pinnacle/cases``) x methods, scored with
   PINNacle's metrics next to its published numbers; many runs per GPU with ``--jobs``.
+* ``recipe``: each spec as written, then with ``--recipe 'strong(time = T)'`` for the same training time.
 * ``peers``: DeepXDE's Burgers example trained by DeepXDE (an optional extra) and by pinnspec, one thread
   each, one run at a time: ms per iteration, loop seconds, their ratios, rel-L2 over the seeds.
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["BENCHMARKS", "main", "speed", "overhead", "gum", "q2", "q3", "q4", "q5", "q6", "pinnacle", "peers"]
+__all__ = ["BENCHMARKS", "main", "speed", "overhead", "gum", "q2", "q3", "q4", "q5", "q6", "pinnacle", "peers", "recipe"]
 
 #: benchmark name -> one-line description (``pinnspec bench NAME``)
 BENCHMARKS = {
@@ -44,6 +45,7 @@ BENCHMARKS = {
     "q6": "Q6: task-cardinality scaling m = 2..40 on a synthetic multi-task model, ConFIG vs ConFIG + GUA",
     "pinnacle": "PINNacle's cases x methods: L2RE, L1RE, MSE next to PINNacle's published vanilla and best",
     "peers": "DeepXDE's Burgers example in DeepXDE and in pinnspec: ms per iteration, loop seconds, rel-L2",
+    "recipe": "each spec's own configuration beside `recipe strong` at equal wall time: final-model rel-L2",
 }
 
 

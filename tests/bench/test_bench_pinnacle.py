@@ -252,14 +252,19 @@ def test_the_shipped_best_configurations_check(case):
     assert _pinnacle._total_epochs(str(CASES / f"{case}.pinn"), settings) > 0
 
 
-def test_best_runs_a_cases_own_stages_and_scores_the_last_epoch(tmp_path, capsys):
+def _small_burgers_case(folder) -> None:
+    """FOLDER/burgers1d.pinn: the case with a 64th of its points, its reference path absolute."""
     text = (CASES / "burgers1d.pinn").read_text(encoding="utf-8")
     text = text.replace("points burgers 8192, walls 2048, ic 2048", "points burgers 128, walls 32, ic 32")
     text = text.replace('"../ref/burgers1d.dat"', json.dumps(str(ROOT / "benchmarks" / "pinnacle" / "ref" /
                                                                  "burgers1d.dat")))
-    (tmp_path / "cases").mkdir()
+    folder.mkdir()
+    (folder / "burgers1d.pinn").write_text(text, encoding="utf-8")
+
+
+def test_best_runs_a_cases_own_stages_and_scores_the_last_epoch(tmp_path, capsys):
+    _small_burgers_case(tmp_path / "cases")
     (tmp_path / "best").mkdir()
-    (tmp_path / "cases" / "burgers1d.pinn").write_text(text, encoding="utf-8")
     (tmp_path / "best" / "burgers1d.set").write_text(
         "model = mlp(width = 8, depth = 2)\nenforce = ic, walls\n"
         "stage = adam(lr = 1e-2) epochs = 3; ssbroyden epochs = 2, dtype = float64\n")
@@ -293,3 +298,18 @@ def test_the_burgers1d_reference_is_1_3_percent_from_the_cole_hopf_solution():
     at = t == 0.4
     assert np.linalg.norm(error[at]) / np.linalg.norm(u[at]) == pytest.approx(2.240e-2, rel=1e-3)
     assert np.abs(error[t == 0.0]).max() < 5e-6  # the initial condition is right
+
+
+def test_recipe_trains_a_case_with_no_file_of_its_own_within_its_time(tmp_path, capsys):
+    _small_burgers_case(tmp_path / "cases")
+    out = tmp_path / "out"
+    argv = ["--cases", "burgers1d", "--methods", "recipe", "--time", "4 s", "--jobs", "1", "--threads", "1",
+            "--cases-dir", str(tmp_path / "cases"), "--out", str(out)]
+    assert bench.main("pinnacle", argv) == 0
+    assert "(recipe: strong(time = 4 s), epochs as the time allows)" in capsys.readouterr().out
+    run_dir = out / "runs" / "burgers1d" / "recipe" / "seed=0"
+    result = json.loads((run_dir / "result.json").read_text())
+    config = (run_dir / "config.pinn").read_text()
+    assert result["status"] == "completed" and "the time budget (4 s) was spent" in result["message"]
+    assert "enforce ic, walls" in config and "train time = 4 s" in config and "stage ssbroyden" in config
+    assert result["train_time_s"] < 4 + 2  # the budget, and the epoch in progress when it was spent

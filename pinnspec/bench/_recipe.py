@@ -1,0 +1,113 @@
+"""``pinnspec bench recipe``: each spec's own configuration beside ``recipe strong`` at equal wall time.
+
+For each spec and seed: the spec trains as it is written (``--epochs N`` caps its epochs), then again with
+``--recipe 'strong(time = T s)'``, T the first run's training time, so that both had the same time.  Each run is
+``pinnspec train`` in a fresh interpreter with ``--threads`` torch threads, one after another (never two at once);
+a run whose folder already holds a completed result is not trained again.  Reported: the test rel-L2 of each
+run's final model (the model at its last epoch: neither is chosen by the reference), the epochs and training
+seconds of each, and their ratio; a spec without a reference shows "-".  Writes ``OUT/recipe.md`` and
+``OUT/recipe.csv``.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+from ._cli import BenchError, Parser, positive, run_main
+from ._report import markdown_table, sci, write_outputs
+
+__all__ = ["main", "build_parser"]
+
+DEFAULT_SPECS = "specs/*.pinn"
+COLUMNS = ["spec", "seed", "own_rel_l2", "own_epochs", "own_seconds", "recipe_rel_l2", "recipe_epochs",
+           "recipe_seconds", "ratio"]
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="pinnspec bench recipe", description=__doc__.split("\n\n")[0])
+    p.add_argument("--specs", default=DEFAULT_SPECS, metavar="GLOB[,GLOB...]",
+                   help=f"the specs (comma-separated paths or globs; default {DEFAULT_SPECS})")
+    p.add_argument("--epochs", type=positive, default=None, metavar="N",
+                   help="cap each spec's own configuration at N epochs (default: the spec's own)")
+    p.add_argument("--seeds", type=positive, default=1, metavar="K", help="seeds 0 .. K-1 (default 1)")
+    p.add_argument("--threads", type=positive, default=1, metavar="T", help="torch threads per run (default 1)")
+    p.add_argument("--out", default=os.path.join("runs", "bench-recipe"), metavar="DIR",
+                   help="output folder (default runs/bench-recipe)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main(build_parser(), _run, argv)
+
+
+def spec_paths(text: str) -> list[str]:
+    paths: list[str] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        found = sorted(glob.glob(item)) if any(c in item for c in "*?[") else [item]
+        if not found or not all(os.path.isfile(p) for p in found):
+            raise BenchError(f"--specs: no spec file matches '{item}'")
+        paths += [p for p in found if p not in paths]
+    return paths
+
+
+def _train(argv: list[str], run_dir: str, threads: int) -> dict:
+    """``pinnspec train ARGV --out RUN_DIR`` in a fresh interpreter (skipped where RUN_DIR holds a completed run);
+    its result.json."""
+    from ._common import run_fresh
+
+    result_path = os.path.join(run_dir, "result.json")
+    if os.path.isfile(result_path):
+        with open(result_path, encoding="utf-8") as fh:
+            done = json.load(fh)
+        if done.get("status") == "completed":
+            return done
+    overwrite = ["--overwrite"] if os.path.isdir(run_dir) and os.listdir(run_dir) else []
+    threads_env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    proc = run_fresh("pinnspec", ["train", *argv, "--out", run_dir, "--quiet", *overwrite], env=threads_env)
+    if proc.returncode != 0 or not os.path.isfile(result_path):
+        raise BenchError(f"pinnspec train {' '.join(argv)} failed (exit {proc.returncode}): "
+                         f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+    with open(result_path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _run(args) -> int:
+    rows = []
+    for path in spec_paths(args.specs):
+        stem = os.path.splitext(os.path.basename(path))[0]
+        for seed in range(args.seeds):
+            folder = os.path.join(args.out, "runs", stem, f"seed{seed}")
+            own_argv = [path, "--seed", str(seed)] + (["--epochs", str(args.epochs)] if args.epochs else [])
+            own = _train(own_argv, os.path.join(folder, "own"), args.threads)
+            seconds = float(own["train_time_s"])
+            recipe = _train([path, "--seed", str(seed), "--recipe", f"strong(time = {seconds:.1f} s)"],
+                            os.path.join(folder, "recipe"), args.threads)
+            own_error, recipe_error = own.get("rel_l2_final"), recipe.get("rel_l2_final")
+            ratio = recipe_error / own_error if own_error and recipe_error is not None else None
+            rows.append({"spec": path, "seed": seed, "own_rel_l2": own_error, "own_epochs": own["epochs_done"],
+                         "own_seconds": seconds, "recipe_rel_l2": recipe_error,
+                         "recipe_epochs": recipe["epochs_done"], "recipe_seconds": float(recipe["train_time_s"]),
+                         "ratio": ratio})
+            print(f"{path} seed {seed}: own {sci(own_error)} in {seconds:.0f} s, recipe {sci(recipe_error)} in "
+                  f"{float(recipe['train_time_s']):.0f} s", flush=True)
+    text = markdown(rows, args)
+    paths = write_outputs(args.out, "recipe", text, COLUMNS, rows)
+    print(text)
+    print(f"wrote {paths['markdown']} and {paths['csv']}")
+    return 0
+
+
+def markdown(rows: list[dict], args) -> str:
+    cap = f", the own configuration capped at {args.epochs} epochs" if args.epochs else ""
+    lines = ["# pinnspec bench recipe", "",
+             f"Each spec as written, then `--recipe 'strong(time = T s)'` with T the first run's training time"
+             f"{cap}; {args.threads} torch thread(s) per run, one run at a time. Test rel-L2 of each run's final "
+             "model.", ""]
+    cells = [[r["spec"], r["seed"], sci(r["own_rel_l2"]), r["own_epochs"], f"{r['own_seconds']:.0f}",
+              sci(r["recipe_rel_l2"]), r["recipe_epochs"], f"{r['recipe_seconds']:.0f}",
+              "-" if r["ratio"] is None else f"{r['ratio']:.3g}"] for r in rows]
+    lines += markdown_table(["spec", "seed", "own rel-L2", "own epochs", "own s", "recipe rel-L2", "recipe epochs",
+                             "recipe s", "recipe / own"], cells, left=1)
+    return "\n".join(lines) + "\n"
