@@ -173,6 +173,12 @@ def _errors_line(result, best: str, final: str) -> str:
     return f"test rel-L2 {best} ({when}), final {final}"
 
 
+#: what the conflict rates of the summary are, in one line (docs/training.md, "What one epoch does")
+CONFLICT_RATES = ("the share of diagnosed steps where two task gradients conflict (R_g), and where the surgery's "
+                  "direction a, the optimizer's proposal u or the applied update p raises some task's loss "
+                  "(R_a, R_u, R_p)")
+
+
 def _summary(result) -> str:
     rates = result.rates
     fmt = lambda v: "-" if v is None else f"{v:.1%}"  # noqa: E731
@@ -184,6 +190,7 @@ def _summary(result) -> str:
         "  " + _errors_line(result, best, final),
         f"  conflict rates R_g {fmt(rates['R_g'])} -> R_a {fmt(rates['R_a'])} -> R_u {fmt(rates['R_u'])}"
         f" -> R_p {fmt(rates['R_p'])}",
+        f"  ({CONFLICT_RATES})",
     ]
     if result.params:
         lines.append("  params " + ", ".join(f"{k} = {v:.6g}" for k, v in result.params.items()))
