@@ -18,6 +18,10 @@ FORBIDDEN = {
     "pinnspec.catalog": ("pinnspec.lang", "pinnspec.compiler", "pinnspec.engine"),
     "pinnspec.compiler": ("pinnspec.lang", "pinnspec.engine", "pinnspec.sweep", "pinnspec.bench", "pinnspec.cli"),
     "pinnspec.engine": ("pinnspec.sweep", "pinnspec.bench", "pinnspec.plots", "pinnspec.cli"),
+    # the editor runs the checks of `pinnspec check` only (no torch)
+    "pinnspec.editor": ("pinnspec.compiler", "pinnspec.engine", "pinnspec.forward", "pinnspec.models",
+                        "pinnspec.surgery", "pinnspec.optim", "pinnspec.align", "pinnspec.sweep", "pinnspec.bench",
+                        "pinnspec.plots", "pinnspec.cli"),
 }
 
 
