@@ -6,10 +6,11 @@ them (``pip install pinnspec[lsp]`` installs pygls)."""
 from __future__ import annotations
 
 from ._outline import Declaration, Use, declarations, use_at, uses
+from ._tokens import Token, tokens
 from ._vocabulary import Vocabulary, signature, vocabulary
 
 __all__ = ["Vocabulary", "vocabulary", "signature", "Declaration", "Use", "declarations", "uses", "use_at",
-           "PinnLexer", "serve"]
+           "Token", "tokens", "PinnLexer", "serve"]
 
 
 def __getattr__(name: str):
