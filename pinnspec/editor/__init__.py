@@ -6,11 +6,12 @@ them (``pip install pinnspec[lsp]`` installs pygls)."""
 from __future__ import annotations
 
 from ._outline import Declaration, Use, declarations, use_at, uses
+from ._textmate import textmate_grammar, write_textmate_grammar
 from ._tokens import Token, tokens
 from ._vocabulary import Vocabulary, signature, vocabulary
 
 __all__ = ["Vocabulary", "vocabulary", "signature", "Declaration", "Use", "declarations", "uses", "use_at",
-           "Token", "tokens", "PinnLexer", "serve"]
+           "Token", "tokens", "textmate_grammar", "write_textmate_grammar", "PinnLexer", "serve"]
 
 
 def __getattr__(name: str):
