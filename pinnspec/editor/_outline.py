@@ -71,11 +71,13 @@ def use_at(tree: SpecFile, line: int, column: int) -> Use | None:
 
 
 def conditions_in_losses(tree: SpecFile) -> dict[str, list[str]]:
-    """condition (or loss) name -> the losses and groupings that name it, in file order."""
+    """condition (or loss) name -> the losses and groupings that name it (``loss N``, ``grouping two``), in file
+    order."""
     found: dict[str, list[str]] = {}
     for st in tree.statements:
         if isinstance(st, (syntax.Loss, syntax.Grouping)):
             for node in st.walk():
-                if isinstance(node, syntax.Ident) and node is not st.name and st.name.name not in found.get(node.name, []):
-                    found.setdefault(node.name, []).append(st.name.name)
+                where = f"{st.keyword} {st.name.name}"
+                if isinstance(node, syntax.Ident) and node is not st.name and where not in found.get(node.name, []):
+                    found.setdefault(node.name, []).append(where)
     return found
