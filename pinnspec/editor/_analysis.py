@@ -42,12 +42,12 @@ class Symbol:
 
 @dataclass
 class Analysis:
-    """A text, its syntax tree (None where it does not parse), its checked spec (None where it has errors) and
-    every diagnostic of `pinnspec check`."""
+    """A text, its syntax tree (of its statements that parse: `_tolerant_tree`), its checked spec (None where
+    it has errors) and every diagnostic of `pinnspec check`."""
 
     text: str
     path: str
-    tree: SpecFile | None = None
+    tree: SpecFile
     spec: Spec | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -57,7 +57,7 @@ class Analysis:
         """Markdown about the word at ``line``, ``column``: a declared name, a derivative of a field, a statement's
         keyword, a function, a registered name or a keyword argument; None elsewhere."""
         word = _word_at(self.text, line, column)
-        if word is None or self.tree is None:
+        if word is None:
             return None
         text, start = word
         statement = self._statement_at(line, start)
@@ -136,8 +136,6 @@ class Analysis:
 
     def definition(self, line: int, column: int):
         """The span of the declaration of the name at ``line``, ``column`` (a derivative's field), or None."""
-        if self.tree is None:
-            return None
         use = use_at(self.tree, line, column)
         if use is None:
             return None
@@ -149,8 +147,6 @@ class Analysis:
 
     def symbols(self) -> list[Symbol]:
         """Every declaration, in file order, for an outline."""
-        if self.tree is None:
-            return []
         return [Symbol(d.name, d.kind, d.statement.span, d.span,
                        _statement_text(self.text, d.statement.span).splitlines()[0].strip())
                 for d in declarations(self.tree)]
@@ -250,9 +246,8 @@ def analyze(text: str, path: str, *, files: bool = False) -> Analysis:
     """Check ``text`` as `pinnspec check` checks the file at ``path`` (relative data and reference files resolve
     against its folder).  ``files``: also read the reference and data files for rows outside the domain
     (`check` does; the server does it on open and save, not at each change)."""
-    found = Analysis(text, path)
+    found = Analysis(text, path, _tolerant_tree(text, path))
     try:
-        found.tree = parse(text, path)
         found.spec = loads(text, filename=path, base_dir=os.path.dirname(os.path.abspath(path)))
     except SpecError as err:
         found.diagnostics = list(err.diagnostics)
@@ -264,6 +259,26 @@ def analyze(text: str, path: str, *, files: bool = False) -> Analysis:
         found.diagnostics += [Diagnostic("warning", message, _file_statement(found.tree, message), path)
                               for message in files_outside_domain(found.spec.ir)]
     return found
+
+
+def _tolerant_tree(text: str, path: str) -> SpecFile:
+    """The syntax tree of ``text``; where it does not parse (a statement being typed), the tree of the
+    statements that parse on their own, each from a line that opens with a statement keyword to the next
+    such line, in their places."""
+    try:
+        return parse(text, path)
+    except SpecError:
+        pass
+    lines = text.split("\n")
+    keywords = vocabulary().statement_keywords
+    starts = [i for i, line in enumerate(lines) if (_WORD.match(line.lstrip()) or [None])[0] in keywords]
+    statements = []
+    for first, end in zip(starts, starts[1:] + [len(lines)]):
+        try:  # padded with the lines before it: its spans are the text's
+            statements += parse("\n" * first + "\n".join(lines[first:end]), path).statements
+        except SpecError:
+            continue
+    return SpecFile(tuple(statements), text, path)
 
 
 def _file_statement(tree: SpecFile, message: str):

@@ -161,6 +161,18 @@ def test_a_syntax_error_and_a_warning_have_checks_ranges(client, tmp_path, capsy
         assert diagnostics and _located(diagnostics) == sorted(_check_output(path, capsys))
 
 
+def test_ranges_count_utf16_units_as_lsp_does(client, tmp_path, capsys):
+    """A character outside the BMP is two UTF-16 units (the protocol's default encoding) and one column of check."""
+    text = (ROOT / "specs/burgers.pinn").read_text().replace("let nu = 0.01/pi",
+                                                                'let nu = table("\U0001F600.csv") + zz')
+    path = tmp_path / "emoji.pinn"
+    path.write_text(text, encoding="utf-8")
+    diagnostics = {d["message"]: d["range"]["start"] for d in _open(client, path, text)}
+    checked = {message: (line, col) for line, col, _, message in _check_output(path, capsys)}
+    unknown = next(m for m in checked if "'zz'" in m)
+    assert diagnostics[unknown] == {"line": checked[unknown][0] - 1, "character": checked[unknown][1]}  # col - 1 + 1
+
+
 def test_a_file_outside_the_domain_is_warned_on_open(client, capsys):
     path = ROOT / "tests/engine/data/hole_plate.pinn"
     diagnostics = _open(client, path, path.read_text())
