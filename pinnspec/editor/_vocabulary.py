@@ -21,7 +21,8 @@ SPECIAL_SIGNATURES = {
     "dn": ("dn(u)", "the outward normal derivative of u (on a boundary)"),
     "normal": ("normal(x)", "the outward unit normal's component along x (on a boundary)"),
     "pool": ("pool(a, b, ...)", "one mean over the union of the conditions' points (in a loss or grouping)"),
-    "table": ('table("file.csv", method = linear)', "a coefficient read from a table of the coordinates"),
+    "table": ('table("FILE", method = linear | nearest, column = "COLUMN")',
+              "a coefficient read from a file of the coordinates (the whole value of a let)"),
     "integral": ("integral(PART, EXPR)", "the integral of EXPR over a part of the domain (in a report)"),
     "mean": ("mean(PART, EXPR)", "the mean of EXPR over a part of the domain (in a report)"),
 }
@@ -51,16 +52,12 @@ class Vocabulary:
     #: statement keyword (``train``, ``stage``) -> its ``KEY = VALUE`` settings -> default
     settings: dict[str, dict[str, Any]]
 
-    def builtin_names(self) -> frozenset[str]:
-        """Every name a call may use without a declaration: the functions and the settings' choices."""
-        return frozenset(self.functions) | frozenset(n for names in self.calls.values() for n in names)
-
 
 @lru_cache(maxsize=1)
 def vocabulary() -> Vocabulary:
     """The vocabulary of the language as this process knows it (plugins loaded; read once)."""
     statement, other = _grammar_keywords(grammar_text())
-    functions = {name: (_math_signature(name, lo, hi), f"the function {name}")
+    functions = {name: (_math_signature(name, lo, hi), f"the function {name} (SymPy's)")
                  for name, (_, lo, hi) in BUILTIN_FUNCTIONS.items()}
     functions.update(SPECIAL_SIGNATURES)
     for name, arguments in catalog.known("function").items():
@@ -90,9 +87,10 @@ def _value(default: Any) -> str:
 
 
 def _math_signature(name: str, lo: int, hi: int | None) -> str:
-    if hi is None:
-        return f"{name}({', '.join('abcdefgh'[:lo])}, ...)"
-    return f"{name}({', '.join(('x', 'y', 'z')[:hi])})" if hi <= 3 else f"{name}(...)"
+    """``sin(x)``, ``atan2(x1, x2)``; ``min(x1, x2, ...)`` for a function of ``lo`` or more arguments."""
+    count = lo if hi is None else hi
+    arguments = ["x"] if count == 1 else [f"x{i + 1}" for i in range(count)]
+    return f"{name}({', '.join(arguments + ([] if hi is not None else ['...']))})"
 
 
 def _grammar_keywords(grammar: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -8,7 +8,8 @@ from editor_specs import ROOT
 
 from pinnspec.editor import declarations
 from pinnspec.editor._analysis import analyze
-from pinnspec.lang import load
+from pinnspec.editor._vocabulary import SPECIAL_SIGNATURES
+from pinnspec.lang import SPECIAL_CALLS, load
 
 BURGERS = ROOT / "specs" / "burgers.pinn"
 
@@ -84,3 +85,8 @@ def test_every_position_and_every_prefix_answers():
         assert partial.completions(len(lines), len(lines[-1]) + 1)
         partial.hover(len(lines), max(len(lines[-1]), 1))
         partial.symbols()
+
+
+def test_every_special_call_has_its_signature():
+    assert set(SPECIAL_SIGNATURES) == set(SPECIAL_CALLS)
+    assert all(signature.startswith(name + "(") for name, (signature, _) in SPECIAL_SIGNATURES.items())
