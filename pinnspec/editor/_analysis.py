@@ -122,14 +122,10 @@ class Analysis:
                     if (kw.name.span.line, kw.name.span.column) == (line, start):
                         arguments = calls[node.func.name]
                         if text in arguments:
-                            default = arguments[text]
-                            what = "required" if default is catalog.REQUIRED else f"default {default}"
-                            return f"`{text}`: an argument of `{node.func.name}` ({what})"
+                            return f"`{text}`: an argument of `{node.func.name}` ({_default(arguments[text])})"
         settings = vocabulary().settings.get(statement.keyword, {})
         if text in settings:
-            default = settings[text]
-            what = "required" if default is catalog.REQUIRED else f"default {default}"
-            return f"`{text}`: a setting of `{statement.keyword}` ({what})"
+            return f"`{text}`: a setting of `{statement.keyword}` ({_default(settings[text])})"
         return None
 
     # ------------------------------------------------------------------ definition, symbols
@@ -179,15 +175,13 @@ class Analysis:
         if call is not None and call in calls:
             if last.text == "=":
                 return self._values(statement, call, mine[-2].text if len(mine) > 1 else "")
-            return [Completion(a, "argument", "required" if d is catalog.REQUIRED else f"default {d}")
-                    for a, d in calls[call].items()]
-        if len(mine) == 1 and statement in words.calls:
-            return [Completion(n, "builtin", signature(n, a)) for n, a in calls.items() if n]
+            return [Completion(a, "argument", _default(d)) for a, d in calls[call].items()]
+        if len(mine) == 1 and any(calls):  # right after the keyword: what the statement may name
+            return [Completion(n, "builtin", signature(n, a)) for n, a in calls.items()]
         closed = last.depth - (last.kind == "punctuation" and last.text in ")]") == 0
         if statement in words.settings and closed and (len(mine) == 1 and statement == "train"
                                                        or last.text in (",", ")")):
-            return [Completion(k, "argument", "required" if d is catalog.REQUIRED else f"default {d}")
-                    for k, d in words.settings[statement].items()]
+            return [Completion(k, "argument", _default(d)) for k, d in words.settings[statement].items()]
         return self._names()
 
     def _values(self, statement: str, call: str, argument: str) -> list[Completion]:
@@ -201,7 +195,7 @@ class Analysis:
         words = vocabulary()
         found = {}
         for t in tokens(self.text):  # the text's declarations, whether or not it parses (it is being typed)
-            if t.kind == "declaration":
+            if t.kind == "declaration" and t.statement != "problem":  # nothing refers to the problem's name
                 kind = "coordinate" if t.statement in ("space", "time") else t.statement
                 found.setdefault(t.text, Completion(t.text, kind, KIND_WORDS[kind]))
         for name, (sig, _) in words.functions.items():
@@ -288,6 +282,10 @@ def _file_statement(tree: SpecFile, message: str):
         if isinstance(st, syntax.Data) and f"(condition '{st.name.name}')" in message:
             return st.span
     return next((st.span for st in tree.statements if isinstance(st, syntax.Reference)), tree.statements[0].span)
+
+
+def _default(value) -> str:
+    return "required" if value is catalog.REQUIRED else f"default {value}"
 
 
 def _open_call(mine) -> str | None:

@@ -100,7 +100,7 @@ def build_server() -> PinnServer:
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION,
-                    types.CompletionOptions(trigger_characters=["(", ",", "=", " "]))
+                    types.CompletionOptions(trigger_characters=["(", ",", "="]))
     def completion(ls: PinnServer, params: types.CompletionParams):
         return types.CompletionList(is_incomplete=False, items=[
             types.CompletionItem(label=c.label, kind=_COMPLETION_KINDS.get(c.kind, types.CompletionItemKind.Variable),

@@ -90,3 +90,12 @@ def test_every_position_and_every_prefix_answers():
 def test_every_special_call_has_its_signature():
     assert set(SPECIAL_SIGNATURES) == set(SPECIAL_CALLS)
     assert all(signature.startswith(name + "(") for name, (signature, _) in SPECIAL_SIGNATURES.items())
+
+
+def test_completion_after_a_keyword_without_builtins_offers_the_declared_names():
+    text = BURGERS.read_text() + "causal \nenforce "
+    analysis = analyze(text, str(BURGERS))
+    lines = text.split("\n")
+    for number in (len(lines) - 1, len(lines)):
+        labels = {c.label: c.kind for c in analysis.completions(number, len(lines[number - 1]) + 1)}
+        assert labels["burgers"] == "equation" and labels["walls"] == "boundary"
