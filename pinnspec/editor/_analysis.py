@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from .. import catalog
-from ..lang import Diagnostic, Spec, SpecError, SpecFile, grammar_text, loads, parse, syntax
+from ..lang import Diagnostic, Span, Spec, SpecError, SpecFile, grammar_text, loads, parse, syntax
 from ._outline import CONDITION_KINDS, KIND_WORDS, Declaration, Use, conditions_in_losses, declarations, use_at
 from ._tokens import tokens
 from ._vocabulary import signature, vocabulary
@@ -35,8 +35,8 @@ class Completion:
 class Symbol:
     name: str
     kind: str  # a key of KIND_WORDS
-    span: object  # the declaring statement's Span
-    name_span: object
+    span: Span  # the declaring statement's
+    name_span: Span
     detail: str
 
 
@@ -73,7 +73,7 @@ class Analysis:
                 return called
         if text in vocabulary().functions:
             sig, what = vocabulary().functions[text]
-            return f"```\n{sig}\n```\n{what}"
+            return f"(function) `{text}`\n\n{_code(sig)}\n\n{what}"
         if text in vocabulary().constants:
             return f"`{text}`: the constant {vocabulary().constants[text]}"
         derivative = self._derivative(text)
@@ -116,7 +116,7 @@ class Analysis:
         for node in statement.walk():
             if isinstance(node, syntax.Call) and (node.func.span.line, node.func.span.column) == (line, start):
                 if text in calls:
-                    return f"({statement.keyword}) ```\n{signature(text, calls[text])}\n```"
+                    return f"({statement.keyword}) `{text}`\n\n{_code(signature(text, calls[text]))}"
             if isinstance(node, syntax.Call) and node.func.name in calls:
                 for kw in node.kwargs:
                     if (kw.name.span.line, kw.name.span.column) == (line, start):
@@ -130,7 +130,7 @@ class Analysis:
 
     # ------------------------------------------------------------------ definition, symbols
 
-    def definition(self, line: int, column: int):
+    def definition(self, line: int, column: int) -> Span | None:
         """The span of the declaration of the name at ``line``, ``column`` (a derivative's field), or None."""
         use = use_at(self.tree, line, column)
         if use is None:

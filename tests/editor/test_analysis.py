@@ -44,9 +44,9 @@ def test_hover_on_names(burgers):
     walls = burgers.hover(*_position(text, r"^loss B = (walls)"))
     assert walls.startswith("(boundary condition) `walls`") and "in: loss B, grouping two" in walls
     assert "residual: `u(x, t)`" in walls
-    assert burgers.hover(*_position(text, r"(sin)\(pi")).startswith("```\nsin(x)\n```")
+    assert burgers.hover(*_position(text, r"(sin)\(pi")).startswith("(function) `sin`\n\n```pinn\nsin(x)\n```")
     assert "an argument of `gua` (default None)" in burgers.hover(*_position(text, r"(rho_m) ="))
-    assert burgers.hover(*_position(text, r"^surgery\s+(config)")) == "(surgery) ```\nconfig()\n```"
+    assert burgers.hover(*_position(text, r"^surgery\s+(config)")) == "(surgery) `config`\n\n```pinn\nconfig()\n```"
     assert burgers.hover(1, 5) is None  # a comment
 
 
