@@ -39,7 +39,7 @@ check: setup
 # them) and its package, editors/vscode/pinnspec.vsix.  editor-grammar regenerates the TextMate grammar from the
 # language's vocabulary (tests/editor says when it is stale).
 editor:
-	cd editors/vscode && npm ci --no-audit --no-fund && npx vsce package --skip-license --out pinnspec.vsix
+	cd editors/vscode && npm ci --no-audit --no-fund && npx vsce package --skip-license --allow-missing-repository --out pinnspec.vsix
 
 editor-grammar: setup
 	$(BIN)/python -c "from pinnspec.editor import write_textmate_grammar; \

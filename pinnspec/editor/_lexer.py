@@ -29,7 +29,6 @@ class PinnLexer(Lexer):
     aliases = ["pinn", "pinnspec"]
     filenames = ["*.pinn"]
     mimetypes = ["text/x-pinn"]
-    url = "https://github.com/pinnspec/pinnspec"
 
     def get_tokens_unprocessed(self, text):
         for token in tokens(text):

@@ -203,6 +203,12 @@ def test_symbols_hover_definition_on_a_spec(client, spec):
         if d.kind == "let":
             assert "SymPy: `" in hover["contents"]["value"]
 
+    keywords = set(vocabulary().statement_keywords)
+    for statement in tree.statements[:3]:  # at a statement's start: the statement keywords
+        items = client.request("textDocument/completion", {"textDocument": {"uri": uri}, "position": {
+            "line": statement.span.line - 1, "character": statement.span.column - 1}})["items"]
+        assert {item["label"] for item in items} == keywords
+
     first = {}
     for d in declared:
         first.setdefault(d.name, d)
