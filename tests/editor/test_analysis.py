@@ -2,6 +2,8 @@
 it is being typed (broken statements included) never fail, and say what the checked spec resolved."""
 
 import re
+import subprocess
+import sys
 
 import pytest
 from editor_specs import ROOT
@@ -99,3 +101,29 @@ def test_completion_after_a_keyword_without_builtins_offers_the_declared_names()
     for number in (len(lines) - 1, len(lines)):
         labels = {c.label: c.kind for c in analysis.completions(number, len(lines[number - 1]) + 1)}
         assert labels["burgers"] == "equation" and labels["walls"] == "boundary"
+
+
+def test_a_registered_surgery_method_is_known_as_check_knows_it():
+    """Names registered at run time (a plugin's) are completed, highlighted and explained (a fresh
+    interpreter: the vocabulary is read once per process)."""
+    code = '''
+from dataclasses import dataclass
+from pinnspec.registry import SURGERY
+
+@SURGERY.register("halfway")
+@dataclass(frozen=True)
+class Halfway:
+    share: float = 0.5
+
+from pinnspec.editor import tokens
+from pinnspec.editor._analysis import analyze
+text = open("specs/burgers.pinn").read().replace("surgery   config", "surgery   halfway(share = 0.2)")
+analysis = analyze(text, "specs/burgers.pinn")
+assert analysis.diagnostics == [], analysis.diagnostics
+line = next(i for i, l in enumerate(text.splitlines(), 1) if l.startswith("surgery"))
+assert "halfway(share = 0.5)" in analysis.hover(line, 12)
+assert "resolved: `surgery halfway(share = 0.2)`" in analysis.hover(line, 1)
+assert "halfway" in [c.label for c in analysis.completions(line, 11)]
+assert [t.kind for t in tokens(text) if t.text == "halfway"] == ["builtin"]
+'''
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
