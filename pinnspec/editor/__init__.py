@@ -1,7 +1,8 @@
-"""Editor support for `.pinn` files: a Pygments lexer (`PinnLexer`, registered under Pygments' entry point
-``pygments.lexers``) and a language server (`pinnspec lsp`, :func:`serve`).  Never imports torch: the server
-runs the checks of `pinnspec check` only.  Pygments and pygls are optional: they load with the names that need
-them (``pip install pinnspec[lsp]`` installs pygls)."""
+"""Editor support for `.pinn` files: the tokenizer (:func:`tokens`: each name's kind by where it stands), the
+Pygments lexer on it (`PinnLexer`, registered under Pygments' entry point ``pygments.lexers``), the generator
+of the TextMate grammar (:func:`write_textmate_grammar`) and the language server (`pinnspec lsp`,
+:func:`serve`).  Never imports torch: the server runs the checks of `pinnspec check` only.  Pygments and pygls
+are optional: they load with the names that need them (``pip install pinnspec[lsp]`` installs pygls)."""
 
 from __future__ import annotations
 
