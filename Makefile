@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup run test check clean
+.PHONY: setup run test check clean editor editor-grammar
 
 setup: $(STAMP)
 
@@ -34,6 +34,16 @@ test: setup
 
 check: setup
 	$(BIN)/pinnspec check specs/*.pinn examples/*/*.pinn
+
+# Editor support (docs/editor.md): the VS Code extension's Node packages (tests/editor runs vscode-textmate from
+# them) and its package, editors/vscode/pinnspec.vsix.  editor-grammar regenerates the TextMate grammar from the
+# language's vocabulary (tests/editor says when it is stale).
+editor:
+	cd editors/vscode && npm ci --no-audit --no-fund && npx vsce package --skip-license --allow-missing-repository --out pinnspec.vsix
+
+editor-grammar: setup
+	$(BIN)/python -c "from pinnspec.editor import write_textmate_grammar; \
+	write_textmate_grammar('editors/vscode/syntaxes/pinn.tmLanguage.json')"
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

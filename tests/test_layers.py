@@ -20,6 +20,10 @@ FORBIDDEN = {
     "pinnspec.compiler": ("pinnspec.lang", "pinnspec.engine", "pinnspec.sweep", "pinnspec.bench", "pinnspec.cli",
                           "pinnspec.tune"),
     "pinnspec.engine": ("pinnspec.sweep", "pinnspec.bench", "pinnspec.plots", "pinnspec.cli", "pinnspec.tune"),
+    # the editor runs the checks of `pinnspec check` only (no torch)
+    "pinnspec.editor": ("pinnspec.compiler", "pinnspec.engine", "pinnspec.forward", "pinnspec.models",
+                        "pinnspec.surgery", "pinnspec.optim", "pinnspec.align", "pinnspec.sweep", "pinnspec.bench",
+                        "pinnspec.plots", "pinnspec.cli", "pinnspec.tune"),
 }
 
 

@@ -494,6 +494,14 @@ def _cmd_bench(args) -> int:
     return bench.main(args.name, args.args)
 
 
+def _cmd_lsp(args) -> int:
+    try:
+        from ..editor import serve  # pygls: the optional extra `lsp`
+    except ImportError as err:
+        raise UserError(f"pinnspec lsp needs pygls and lsprotocol ({err}): pip install 'pinnspec[lsp]'") from None
+    return serve()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pinnspec",
@@ -507,6 +515,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE|DIR", help="a .pinn file, or a directory: every .pinn in it "
                                                                "and below it")
     p.set_defaults(run=_cmd_check)
+
+    p = sub.add_parser("lsp", help="the language server of .pinn files on stdin and stdout (diagnostics of check, "
+                                   "hover, completion, definitions, outline; docs/editor.md)")
+    p.add_argument("--stdio", action="store_true", help="stdin and stdout (the only transport; for clients "
+                                                        "that pass it)")
+    p.set_defaults(run=_cmd_lsp)
 
     p = sub.add_parser("show", help="print a stage of the compiled problem")
     p.add_argument("file", metavar="FILE")

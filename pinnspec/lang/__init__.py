@@ -11,8 +11,11 @@ import os
 from dataclasses import dataclass, field
 
 from .. import ir
+from . import _ast as syntax  # the syntax tree's node classes (Let, Equation, Ident, Call, ...)
 from ._ast import KEYWORDS, SpecFile, Span
 from ._diagnostics import Diagnostic, SpecError
+from ._expr import BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS
+from ._geometry import PRIMITIVES
 from ._lower import lower, spec_domain
 from ._overrides import STATEMENT_KEYS, apply_overrides, flag_text, set_text, what_it_trains
 from ._parser import build_parser, grammar_text, parse
@@ -21,7 +24,8 @@ from ._show import format_ast, format_ir
 
 __all__ = ["Spec", "SpecError", "Diagnostic", "Span", "KEYWORDS", "load", "loads", "parse",
            "grammar_text", "build_parser", "spec_domain", "apply_overrides", "what_it_trains", "STATEMENT_KEYS",
-           "flag_text", "set_text", "format_ast", "format_ir"]
+           "flag_text", "set_text", "format_ast", "format_ir",
+           "BUILTIN_FUNCTIONS", "CONSTANTS", "SPECIAL_CALLS", "PRIMITIVES", "syntax"]
 
 
 
