@@ -284,12 +284,18 @@ class EnforceLowering:
         values = _values(d, x, inside)
         if np.all(values < 0):
             d, values = -d, -values
-        if not np.all(values > 0):
-            self.diag.error(span, f"enforce '{condition}': the distance function of {part.label} changes sign inside "
-                            "the domain (the face's plane or sphere crosses it), so the transform would pin the "
-                            "field inside too; keep the condition as a loss")
-            return None
-        return d
+        if np.all(values > 0):
+            return d
+        pieces = geometry.boundary_segments(domain.shape, part)
+        if pieces:  # the plane crosses the domain: the face's pieces on the boundary, trimmed
+            d = sympy.Mul(*(segment_distance(x, start, end) for start, end in pieces))
+            if np.all(_values(d, x, inside) > 0):
+                return d
+        self.diag.error(span, f"enforce '{condition}': the distance function of {part.label} changes sign inside "
+                        "the domain (the face's plane or sphere crosses it), so the transform would pin the field "
+                        "inside too, and no trimmed distance exists for it (those are built for flat faces in 2-D: "
+                        "a box's sides, a polygon's edges, a half-plane's line); keep the condition as a loss")
+        return None
 
     def _reproduces(self, h: ir.HardConstraint, probes, span) -> bool:
         """Whether the extension equals the data and the distance vanishes at the probes of each enforced
@@ -319,6 +325,26 @@ class EnforceLowering:
         article = "an" if condition.kind[0] in "aeiou" else "a"
         return (f"'{condition.name}' cannot be enforced: enforce takes Dirichlet boundary conditions, initial "
                 f"conditions and periodic conditions; it is {article} {condition.kind} condition")
+
+def segment_distance(x, start, end) -> sympy.Expr:
+    """The trimmed distance to the segment from ``start`` to ``end`` (``[2]`` each) in the plane of the symbols
+    ``x`` (Sukumar & Srivastava 2022, CMAME 389, 114333, section 5.1.2):
+
+        phi = sqrt(f^2 + ((sqrt(t^2 + f^4) - t) / 2)^2),
+
+    f = ((b - a) x (x - a)) / L the signed distance to the segment's line, t = ((L/2)^2 - |x - c|^2) / L the trim
+    function (c the midpoint, L the length), positive on the segment, negative on the line beyond its ends.  phi
+    is 0 on the segment and positive everywhere else (on the line beyond the ends it is -t); it behaves as |f|
+    near the segment, with unit normal derivative.  It is smooth (SymPy differentiates it to any order) wherever
+    phi > 0 and t^2 + f^4 > 0: everywhere but the segment itself (where only one side's derivatives exist) and
+    its two end points (where the derivatives of sqrt(t^2 + f^4) are infinite); both lie on the domain's
+    boundary, never at a point inside it."""
+    (ax, ay), (bx, by) = (float(v) for v in start), (float(v) for v in end)
+    length = float(np.hypot(bx - ax, by - ay))
+    f = (sympy.Float(bx - ax) * (x[1] - ay) - sympy.Float(by - ay) * (x[0] - ax)) / length
+    t = (sympy.Float(length ** 2 / 4) - (x[0] - (ax + bx) / 2) ** 2 - (x[1] - (ay + by) / 2) ** 2) / length
+    return sympy.sqrt(f ** 2 + ((sympy.sqrt(t ** 2 + f ** 4) - t) / 2) ** 2)
+
 
 def _values(expr: sympy.Expr, symbols, points: np.ndarray) -> np.ndarray:
     """``expr`` of the coordinates at ``points`` [n, d] -> [n] float64."""
