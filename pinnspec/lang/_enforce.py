@@ -231,22 +231,34 @@ class EnforceLowering:
     def _constraint(self, field: str, by_coordinate, by_part, span) -> ir.HardConstraint | None:
         """The transform of ``field``: the space box's enforced faces by the Boolean sum (coordinates in
         spec order), blended with each enforced part of a domain's boundary (its data, its distance
-        function) by transfinite interpolation, then the initial time by one more Boolean-sum step."""
+        function) by transfinite interpolation, then the initial time by one more Boolean-sum step.  Where a
+        part needs a trimmed distance, the parts of one condition form one group (their data is one
+        expression; their distance the product of theirs), which keeps the transform's expression small."""
         ctx = self.ctx
         space = [c for c in ctx.coordinates if not c.is_time and c.name in by_coordinate]
+        distances = {}  # part index -> (distance, trimmed)
+        for index, (_, name) in by_part.items():
+            distances[index] = self._part_distance(index, name, span)
+            if distances[index] is None:
+                return None
         extension, distance = _boolean_sum(space, by_coordinate)
         groups = [(extension, distance)] if space else []
-        for index, (value, name) in by_part.items():
-            d = self._part_distance(index, name, span)
-            if d is None:
-                return None
-            groups.append((value, d))
+        if any(trimmed for _, trimmed in distances.values()):  # one group per condition: its parts share data
+            by_condition: dict[str, list[int]] = {}
+            for index, (_, name) in by_part.items():
+                by_condition.setdefault(name, []).append(index)
+            groups += [(by_part[indices[0]][0], sympy.Mul(*(distances[i][0] for i in indices)))
+                       for indices in by_condition.values()]
+        else:
+            groups += [(value, distances[index][0]) for index, (value, _) in by_part.items()]
         if len(groups) == 1:
             extension, distance = groups[0]
         elif groups:  # A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups' distances
             others = [sympy.Mul(*(d for j, (_, d) in enumerate(groups) if j != k)) for k in range(len(groups))]
             extension = sum((a * w for (a, _), w in zip(groups, others)), sympy.Integer(0)) / sum(others)
             distance = sympy.Mul(*(d for _, d in groups))
+        else:
+            extension, distance = sympy.Integer(0), sympy.Integer(1)
         time = [c for c in ctx.coordinates if c.is_time and c.name in by_coordinate]
         extension, distance = _boolean_sum(time, by_coordinate, extension, distance)
         names = {name for sides in by_coordinate.values() for _, name in sides.values()}
@@ -254,10 +266,13 @@ class EnforceLowering:
         order = [c.name for c in ctx.conditions.values()]
         return ir.HardConstraint(field, extension, distance, tuple(sorted(names, key=order.index)))
 
-    def _part_distance(self, index: int, condition: str, span) -> sympy.Expr | None:
-        """A smooth function that vanishes on the part's face and is positive inside the domain: the
-        normalised distance to a plane (a box face, a half-space, a polygon edge) or (r^2 - |x - c|^2) / (2 r)
-        for a ball, its sign chosen and checked at 256 points inside the domain."""
+    def _part_distance(self, index: int, condition: str, span) -> tuple[sympy.Expr, bool] | None:
+        """(d, trimmed): a smooth function d that vanishes on the part's face and is positive inside the
+        domain: the normalised distance to a plane (a box face, a half-space, a polygon edge) or
+        (r^2 - |x - c|^2) / (2 r) for a ball, its sign chosen and checked at 256 points inside the domain;
+        where that changes sign there (a plane through a re-entrant corner), the product of the trimmed
+        distances (`segment_distance`) to the pieces of the face that lie on the boundary (flat faces in 2-D,
+        `geometry.boundary_segments`), ``trimmed`` True."""
         ctx = self.ctx
         domain = self.domain
         part = geometry.boundary_parts(domain.shape)[index]
@@ -285,12 +300,12 @@ class EnforceLowering:
         if np.all(values < 0):
             d, values = -d, -values
         if np.all(values > 0):
-            return d
+            return d, False
         pieces = geometry.boundary_segments(domain.shape, part)
         if pieces:  # the plane crosses the domain: the face's pieces on the boundary, trimmed
             d = sympy.Mul(*(segment_distance(x, start, end) for start, end in pieces))
             if np.all(_values(d, x, inside) > 0):
-                return d
+                return d, True
         self.diag.error(span, f"enforce '{condition}': the distance function of {part.label} changes sign inside "
                         "the domain (the face's plane or sphere crosses it), so the transform would pin the field "
                         "inside too, and no trimmed distance exists for it (those are built for flat faces in 2-D: "
