@@ -349,11 +349,14 @@ def segment_distance(x, start, end) -> sympy.Expr:
 
     f = ((b - a) x (x - a)) / L the signed distance to the segment's line, t = ((L/2)^2 - |x - c|^2) / L the trim
     function (c the midpoint, L the length), positive on the segment, negative on the line beyond its ends.  phi
-    is 0 on the segment and positive everywhere else (on the line beyond the ends it is -t); it behaves as |f|
-    near the segment, with unit normal derivative.  It is smooth (SymPy differentiates it to any order) wherever
-    phi > 0 and t^2 + f^4 > 0: everywhere but the segment itself (where only one side's derivatives exist) and
-    its two end points (where the derivatives of sqrt(t^2 + f^4) are infinite); both lie on the domain's
-    boundary, never at a point inside it."""
+    is 0 on the segment and positive everywhere else (on the line beyond an end, at s past it, s + s^2/L); it
+    equals |f| (1 + f^6 / (32 t^2)) + ... near the segment's inside, so its normal derivative there is 1.  It is smooth
+    (SymPy differentiates it to any order) wherever phi > 0 and t^2 + f^4 > 0: everywhere but the segment
+    itself (where only one side's derivatives exist) and its two ends.  Near an end, at distance r, it is a
+    cone: phi ~ r beyond the end, ~ r |sin| of the angle to the segment beside it; its gradient stays bounded
+    but has no limit there, its second derivatives grow like 1/r, and at the end point itself the derivative
+    expressions are 0/0 (NaN, or after rounding an arbitrary number).  The segment and its ends lie on the
+    domain's boundary, never inside it."""
     (ax, ay), (bx, by) = (float(v) for v in start), (float(v) for v in end)
     length = float(np.hypot(bx - ax, by - ay))
     f = (sympy.Float(bx - ax) * (x[1] - ay) - sympy.Float(by - ay) * (x[0] - ax)) / length
