@@ -233,7 +233,9 @@ class EnforceLowering:
         spec order), blended with each enforced part of a domain's boundary (its data, its distance
         function) by transfinite interpolation, then the initial time by one more Boolean-sum step.  Where a
         part needs a trimmed distance, the parts of one condition form one group (their data is one
-        expression; their distance the product of theirs), which keeps the transform's expression small."""
+        expression; their distance the product of theirs), and where one condition enforces the field in
+        space, A is its data and D the product of all the distances: both keep the transform's expression
+        small, and the latter has no 0/0 where two groups meet."""
         ctx = self.ctx
         space = [c for c in ctx.coordinates if not c.is_time and c.name in by_coordinate]
         distances = {}  # part index -> (distance, trimmed)
@@ -247,8 +249,13 @@ class EnforceLowering:
             by_condition: dict[str, list[int]] = {}
             for index, (_, name) in by_part.items():
                 by_condition.setdefault(name, []).append(index)
-            groups += [(by_part[indices[0]][0], sympy.Mul(*(distances[i][0] for i in indices)))
-                       for indices in by_condition.values()]
+            in_space = {name for c in space for _, name in by_coordinate[c.name].values()} | set(by_condition)
+            parts = [(by_part[indices[0]][0], sympy.Mul(*(distances[i][0] for i in indices)))
+                     for indices in by_condition.values()]
+            if len(in_space) == 1:  # one condition: its data, and the product of all its distances
+                groups = [(parts[0][0], distance * parts[0][1])]
+            else:
+                groups += parts
         else:
             groups += [(value, distances[index][0]) for index, (value, _) in by_part.items()]
         if len(groups) == 1:
