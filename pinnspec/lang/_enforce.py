@@ -17,11 +17,14 @@
   where the data of faces that meet agree at their common edge (corner compatibility).  On a domain, each
   enforced part other than a face of the space box has a smooth function d_p that vanishes on its face and is
   positive inside the domain (a plane's normalised distance; (r^2 - |x - c|^2) / (2 r) for a ball, sign by
-  side), and the groups (the box's faces, each part) blend by transfinite interpolation (Sukumar & Srivastava
-  2022, eq. 38 with unit exponents): A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups'
-  distances, D the product of all.  `check` verifies at 64 points of each enforced region that A equals the
-  data and D vanishes (1e-9 relative; parts that touch fail it), and that each d_p is positive at 256 points
-  inside the domain; `pinnspec verify` runs the enforced conditions through the constrained output.
+  side; where the plane crosses the domain, at a re-entrant corner, the product of the trimmed distances
+  `segment_distance` to the pieces of the face on the boundary, flat faces in 2-D only), and the groups (the
+  box's faces, each part; with a trimmed part, each condition's parts) blend by transfinite interpolation
+  (Sukumar & Srivastava 2022, eq. 38 with unit exponents): A = sum_k A_k W_k / sum_k W_k, W_k the product of
+  the other groups' distances, D the product of all (with a trimmed part and one condition in space: A its
+  data, D the product of all its distances).  `check` verifies at 64 points of each enforced region that A
+  equals the data and D vanishes (1e-9 relative; parts that touch fail it), and that each d_p is positive at
+  256 points inside the domain; `pinnspec verify` runs the enforced conditions through the constrained output.
 * A periodic condition (``periodic pbc on x: u, u_x``) becomes an embedding: the network sees x only
   through cos and sin of 2 pi (x - lo) / (hi - lo) (`pinnspec.models.PeriodicEmbedding`), so every field and
   every derivative is periodic in x.  Its components may not read x itself (nor a coefficient table).
