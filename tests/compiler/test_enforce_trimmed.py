@@ -51,8 +51,9 @@ def test_the_walls_hold_for_any_network_and_the_rewritten_residuals_equal_autogr
     assert (distance > 0).all() and torch.isfinite(distance).all()
 
 
-def test_verify_runs_the_walls_through_the_constrained_output():
-    checks = {c.name: c for c in verify(CompiledProblem(loads(POISSON.format(domain=L_SHAPE, epochs=2))))}
+@pytest.mark.parametrize("domain", [L_SHAPE, POLYGON], ids=["box - notch", "polygon"])
+def test_verify_runs_the_walls_through_the_constrained_output(domain):
+    checks = {c.name: c for c in verify(CompiledProblem(loads(POISSON.format(domain=domain, epochs=2))))}
     assert checks["walls (enforced)"].passed and checks["walls (enforced)"].rtol == 1e-10
     assert checks["pde"].passed and checks["walls"].passed
 
