@@ -12,8 +12,8 @@ boundary, ``> 0`` outside (the sign convention of :mod:`._shapes`).
 """
 
 from ._shapes import Ball, Box, Difference, HalfSpace, Intersection, Polygon, Primitive, Shape, Union
-from ._boundary import (BoundaryPart, BoundaryScale, boundary_parts, on_boundary, part_measures, parts_named,
-                        sample_boundary)
+from ._boundary import (BoundaryPart, BoundaryScale, boundary_parts, boundary_segments, on_boundary, part_measures,
+                        parts_named, sample_boundary)
 from ._faces import BoxFace, Face, PlaneFace, SegmentFace, SphereFace
 from ._interior import estimate_measure, sample_interior
 
@@ -36,6 +36,7 @@ __all__ = [
     "SegmentFace",
     "SphereFace",
     "boundary_parts",
+    "boundary_segments",
     "parts_named",
     "part_measures",
     "sample_boundary",

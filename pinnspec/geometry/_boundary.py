@@ -33,8 +33,8 @@ import numpy as np
 from ._faces import Face, Window
 from ._shapes import Difference, Intersection, Primitive, Shape, Union
 
-__all__ = ["BoundaryPart", "BoundaryScale", "boundary_parts", "on_boundary", "parts_named", "part_measures",
-           "sample_boundary"]
+__all__ = ["BoundaryPart", "BoundaryScale", "boundary_parts", "boundary_segments", "on_boundary", "parts_named",
+           "part_measures", "sample_boundary"]
 
 #: candidate points per part for the Monte Carlo measure of a part cut by other operands; the first
 #: MEASURE_FIRST_DRAWS decide whether the face is cut at all (all on, or all off: not cut, no more draws)
@@ -45,6 +45,11 @@ MEASURE_SEED = 20240611
 #: rounds of redrawing before a part is declared impossible to fill, and the most points one round draws
 MAX_ROUNDS = 64
 MAX_DRAWS_PER_ROUND = 1 << 20
+#: cells along a flat 2-D face that tell which pieces of it lie on the boundary, how far in from the face's ends
+#: (a fraction of its length) its ends are judged, and the bisection steps that place the end of each piece
+SEGMENT_CELLS = 4096
+SEGMENT_END_INSET = 1e-9
+SEGMENT_BISECTIONS = 60
 
 # a point of operand `side` survives the combination where  sign * sdf(other operand) > 0
 _KEEP_SIGN = {Union: (1.0, 1.0), Intersection: (-1.0, -1.0), Difference: (1.0, -1.0)}
@@ -157,6 +162,46 @@ def on_boundary(shape: Shape, part: BoundaryPart, x: np.ndarray, normal: np.ndar
         if not np.all(survivors):
             rows, x, normal = rows[survivors], x[survivors], normal[survivors]
     return rows, normal
+
+
+def boundary_segments(shape: Shape, part: BoundaryPart) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The pieces of a part's face that lie on the shape's boundary, as segments ``(start [2], end [2])`` in
+    order along the face, for a flat face in 2-D (a box's side, a polygon's edge, a half-plane's line cut to
+    the shape's bounding box); None for a curved face or in another dimension.
+
+    The face's line is judged by :func:`on_boundary` at the midpoints of ``SEGMENT_CELLS`` equal cells and at
+    ``SEGMENT_END_INSET`` of its length in from each end; each run of points on the boundary is one piece,
+    which ends at the face's end or where bisection (``SEGMENT_BISECTIONS`` halvings, down to the boundary
+    tolerance of :class:`BoundaryScale`) places the change between its last point and the next.  A piece
+    shorter than a cell may be missed, or two pieces less than a cell apart joined."""
+    window = shape.bounds()
+    segment = part.face_object().segment(window)
+    if segment is None:
+        return None
+    start, end, normal = segment
+    scale = BoundaryScale.of(window)
+
+    def on(s: np.ndarray) -> np.ndarray:  # fractions along the face [m] -> on the boundary [m]
+        x = start + s[:, None] * (end - start)  # [m, 2]
+        flags = np.zeros(len(s), dtype=bool)
+        flags[on_boundary(shape, part, x, np.broadcast_to(normal, x.shape).copy(), scale)[0]] = True
+        return flags
+
+    s = np.concatenate([[SEGMENT_END_INSET], (np.arange(SEGMENT_CELLS) + 0.5) / SEGMENT_CELLS,
+                        [1.0 - SEGMENT_END_INSET]])  # [cells + 2]
+    flags = on(s)
+    change = np.flatnonzero(flags[1:] != flags[:-1])  # [c]: between s[i] and s[i + 1]
+    low, high = s[change], s[change + 1]  # [c] each: brackets, flags[change] holding at low
+    for _ in range(SEGMENT_BISECTIONS):
+        middle = 0.5 * (low + high)
+        moved = on(middle) == flags[change]
+        low, high = np.where(moved, middle, low), np.where(moved, high, middle)
+    cuts = np.concatenate([[0.0], 0.5 * (low + high), [1.0]])  # [c + 2]: the pieces' ends, in order
+    pieces = []
+    for k in range(len(cuts) - 1):
+        if flags[0] != (k % 2 == 1):  # the pieces alternate, on and off, from the first point's flag
+            pieces.append((start + cuts[k] * (end - start), start + cuts[k + 1] * (end - start)))
+    return pieces
 
 
 # ------------------------------------------------------------------ measures

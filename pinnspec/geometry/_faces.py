@@ -32,6 +32,11 @@ class Face(abc.ABC):
     def sample(self, count: int, rng: np.random.Generator, window: Window) -> tuple[np.ndarray, np.ndarray]:
         """``count`` points uniform on the face ``[count, d]`` and the unit outward normals there ``[count, d]``."""
 
+    def segment(self, window: Window) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """A flat face in 2-D as the segment it spans (its patch, if unbounded): ``(start [2], end [2],
+        outward normal [2])``; None for a curved face or in another dimension."""
+        return None
+
 
 class BoxFace(Face):
     """The face ``x[axis] = lo[axis]`` (side 0) or ``x[axis] = hi[axis]`` (side 1) of a box."""
@@ -53,6 +58,16 @@ class BoxFace(Face):
         normal = np.zeros((count, d))  # [count, d]
         normal[:, self.axis] = -1.0 if self.side == 0 else 1.0
         return x, normal
+
+    def segment(self, window):
+        if self.lo.shape[0] != 2:
+            return None
+        start = (self.lo if self.side == 0 else self.hi).copy()  # [2]
+        end = start.copy()
+        start[1 - self.axis], end[1 - self.axis] = self.lo[1 - self.axis], self.hi[1 - self.axis]
+        normal = np.zeros(2)
+        normal[self.axis] = -1.0 if self.side == 0 else 1.0
+        return start, end, normal
 
 
 def sphere_area(dim: int, radius: float) -> float:
@@ -93,6 +108,9 @@ class SegmentFace(Face):
         x = self.start + along * (self.end - self.start)  # [count, 2]
         return x, np.broadcast_to(self.outward, x.shape).copy()
 
+    def segment(self, window):
+        return self.start, self.end, self.outward
+
 
 class PlaneFace(Face):
     """The hyperplane ``normal . x = offset`` (``normal`` a unit vector),
@@ -122,3 +140,9 @@ class PlaneFace(Face):
         in_plane = rng.uniform(-half_side, half_side, (count, self.tangents.shape[0]))  # [count, d-1]
         x = foot + in_plane @ self.tangents  # [count, d]
         return x, np.broadcast_to(self.normal, x.shape).copy()
+
+    def segment(self, window):
+        if self.normal.shape[0] != 2:
+            return None
+        foot, half_side = self._patch(window)
+        return foot - half_side * self.tangents[0], foot + half_side * self.tangents[0], self.normal

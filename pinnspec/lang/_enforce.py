@@ -17,11 +17,14 @@
   where the data of faces that meet agree at their common edge (corner compatibility).  On a domain, each
   enforced part other than a face of the space box has a smooth function d_p that vanishes on its face and is
   positive inside the domain (a plane's normalised distance; (r^2 - |x - c|^2) / (2 r) for a ball, sign by
-  side), and the groups (the box's faces, each part) blend by transfinite interpolation (Sukumar & Srivastava
-  2022, eq. 38 with unit exponents): A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups'
-  distances, D the product of all.  `check` verifies at 64 points of each enforced region that A equals the
-  data and D vanishes (1e-9 relative; parts that touch fail it), and that each d_p is positive at 256 points
-  inside the domain; `pinnspec verify` runs the enforced conditions through the constrained output.
+  side; where the plane crosses the domain, at a re-entrant corner, the product of the trimmed distances
+  `segment_distance` to the pieces of the face on the boundary, flat faces in 2-D only), and the groups (the
+  box's faces, each part; with a trimmed part, each condition's parts) blend by transfinite interpolation
+  (Sukumar & Srivastava 2022, eq. 38 with unit exponents): A = sum_k A_k W_k / sum_k W_k, W_k the product of
+  the other groups' distances, D the product of all (with a trimmed part and one condition in space: A its
+  data, D the product of all its distances).  `check` verifies at 64 points of each enforced region that A
+  equals the data and D vanishes (1e-9 relative; parts that touch fail it), and that each d_p is positive at
+  256 points inside the domain; `pinnspec verify` runs the enforced conditions through the constrained output.
 * A periodic condition (``periodic pbc on x: u, u_x``) becomes an embedding: the network sees x only
   through cos and sin of 2 pi (x - lo) / (hi - lo) (`pinnspec.models.PeriodicEmbedding`), so every field and
   every derivative is periodic in x.  Its components may not read x itself (nor a coefficient table).
@@ -231,22 +234,41 @@ class EnforceLowering:
     def _constraint(self, field: str, by_coordinate, by_part, span) -> ir.HardConstraint | None:
         """The transform of ``field``: the space box's enforced faces by the Boolean sum (coordinates in
         spec order), blended with each enforced part of a domain's boundary (its data, its distance
-        function) by transfinite interpolation, then the initial time by one more Boolean-sum step."""
+        function) by transfinite interpolation, then the initial time by one more Boolean-sum step.  Where a
+        part needs a trimmed distance, the parts of one condition form one group (their data is one
+        expression; their distance the product of theirs), and where one condition enforces the field in
+        space, A is its data and D the product of all the distances: both keep the transform's expression
+        small, and the latter has no 0/0 where two groups meet."""
         ctx = self.ctx
         space = [c for c in ctx.coordinates if not c.is_time and c.name in by_coordinate]
+        distances = {}  # part index -> (distance, trimmed)
+        for index, (_, name) in by_part.items():
+            distances[index] = self._part_distance(index, name, span)
+            if distances[index] is None:
+                return None
         extension, distance = _boolean_sum(space, by_coordinate)
         groups = [(extension, distance)] if space else []
-        for index, (value, name) in by_part.items():
-            d = self._part_distance(index, name, span)
-            if d is None:
-                return None
-            groups.append((value, d))
+        if any(trimmed for _, trimmed in distances.values()):  # one group per condition: its parts share data
+            by_condition: dict[str, list[int]] = {}
+            for index, (_, name) in by_part.items():
+                by_condition.setdefault(name, []).append(index)
+            in_space = {name for c in space for _, name in by_coordinate[c.name].values()} | set(by_condition)
+            parts = [(by_part[indices[0]][0], sympy.Mul(*(distances[i][0] for i in indices)))
+                     for indices in by_condition.values()]
+            if len(in_space) == 1:  # one condition: its data, and the product of all its distances
+                groups = [(parts[0][0], distance * parts[0][1])]
+            else:
+                groups += parts
+        else:
+            groups += [(value, distances[index][0]) for index, (value, _) in by_part.items()]
         if len(groups) == 1:
             extension, distance = groups[0]
         elif groups:  # A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups' distances
             others = [sympy.Mul(*(d for j, (_, d) in enumerate(groups) if j != k)) for k in range(len(groups))]
             extension = sum((a * w for (a, _), w in zip(groups, others)), sympy.Integer(0)) / sum(others)
             distance = sympy.Mul(*(d for _, d in groups))
+        else:
+            extension, distance = sympy.Integer(0), sympy.Integer(1)
         time = [c for c in ctx.coordinates if c.is_time and c.name in by_coordinate]
         extension, distance = _boolean_sum(time, by_coordinate, extension, distance)
         names = {name for sides in by_coordinate.values() for _, name in sides.values()}
@@ -254,10 +276,13 @@ class EnforceLowering:
         order = [c.name for c in ctx.conditions.values()]
         return ir.HardConstraint(field, extension, distance, tuple(sorted(names, key=order.index)))
 
-    def _part_distance(self, index: int, condition: str, span) -> sympy.Expr | None:
-        """A smooth function that vanishes on the part's face and is positive inside the domain: the
-        normalised distance to a plane (a box face, a half-space, a polygon edge) or (r^2 - |x - c|^2) / (2 r)
-        for a ball, its sign chosen and checked at 256 points inside the domain."""
+    def _part_distance(self, index: int, condition: str, span) -> tuple[sympy.Expr, bool] | None:
+        """(d, trimmed): a smooth function d that vanishes on the part's face and is positive inside the
+        domain: the normalised distance to a plane (a box face, a half-space, a polygon edge) or
+        (r^2 - |x - c|^2) / (2 r) for a ball, its sign chosen and checked at 256 points inside the domain;
+        where that changes sign there (a plane through a re-entrant corner), the product of the trimmed
+        distances (`segment_distance`) to the pieces of the face that lie on the boundary (flat faces in 2-D,
+        `geometry.boundary_segments`), ``trimmed`` True."""
         ctx = self.ctx
         domain = self.domain
         part = geometry.boundary_parts(domain.shape)[index]
@@ -284,12 +309,18 @@ class EnforceLowering:
         values = _values(d, x, inside)
         if np.all(values < 0):
             d, values = -d, -values
-        if not np.all(values > 0):
-            self.diag.error(span, f"enforce '{condition}': the distance function of {part.label} changes sign inside "
-                            "the domain (the face's plane or sphere crosses it), so the transform would pin the "
-                            "field inside too; keep the condition as a loss")
-            return None
-        return d
+        if np.all(values > 0):
+            return d, False
+        pieces = geometry.boundary_segments(domain.shape, part)
+        if pieces:  # the plane crosses the domain: the face's pieces on the boundary, trimmed
+            d = sympy.Mul(*(segment_distance(x, start, end) for start, end in pieces))
+            if np.all(_values(d, x, inside) > 0):
+                return d, True
+        self.diag.error(span, f"enforce '{condition}': the distance function of {part.label} changes sign inside "
+                        "the domain (the face's plane or sphere crosses it), so the transform would pin the field "
+                        "inside too, and no trimmed distance exists for it (those are built for flat faces in 2-D: "
+                        "a box's sides, a polygon's edges, a half-plane's line); keep the condition as a loss")
+        return None
 
     def _reproduces(self, h: ir.HardConstraint, probes, span) -> bool:
         """Whether the extension equals the data and the distance vanishes at the probes of each enforced
@@ -319,6 +350,29 @@ class EnforceLowering:
         article = "an" if condition.kind[0] in "aeiou" else "a"
         return (f"'{condition.name}' cannot be enforced: enforce takes Dirichlet boundary conditions, initial "
                 f"conditions and periodic conditions; it is {article} {condition.kind} condition")
+
+def segment_distance(x, start, end) -> sympy.Expr:
+    """The trimmed distance to the segment from ``start`` to ``end`` (``[2]`` each) in the plane of the symbols
+    ``x`` (Sukumar & Srivastava 2022, CMAME 389, 114333, section 5.1.2):
+
+        phi = sqrt(f^2 + ((sqrt(t^2 + f^4) - t) / 2)^2),
+
+    f = ((b - a) x (x - a)) / L the signed distance to the segment's line, t = ((L/2)^2 - |x - c|^2) / L the trim
+    function (c the midpoint, L the length), positive on the segment, negative on the line beyond its ends.  phi
+    is 0 on the segment and positive everywhere else (on the line beyond an end, at s past it, s + s^2/L); it
+    equals |f| (1 + f^6 / (32 t^2)) + ... near the segment's inside, so its normal derivative there is 1.  It is smooth
+    (SymPy differentiates it to any order) wherever phi > 0 and t^2 + f^4 > 0: everywhere but the segment
+    itself (where only one side's derivatives exist) and its two ends.  Near an end, at distance r, it is a
+    cone: phi ~ r beyond the end, ~ r |sin| of the angle to the segment beside it; its gradient stays bounded
+    but has no limit there, its second derivatives grow like 1/r, and at the end point itself the derivative
+    expressions are 0/0 (NaN, or after rounding an arbitrary number).  The segment and its ends lie on the
+    domain's boundary, never inside it."""
+    (ax, ay), (bx, by) = (float(v) for v in start), (float(v) for v in end)
+    length = float(np.hypot(bx - ax, by - ay))
+    f = (sympy.Float(bx - ax) * (x[1] - ay) - sympy.Float(by - ay) * (x[0] - ax)) / length
+    t = (sympy.Float(length ** 2 / 4) - (x[0] - (ax + bx) / 2) ** 2 - (x[1] - (ay + by) / 2) ** 2) / length
+    return sympy.sqrt(f ** 2 + ((sympy.sqrt(t ** 2 + f ** 4) - t) / 2) ** 2)
+
 
 def _values(expr: sympy.Expr, symbols, points: np.ndarray) -> np.ndarray:
     """``expr`` of the coordinates at ``points`` [n, d] -> [n] float64."""

@@ -176,16 +176,6 @@ def test_on_a_domain_the_constrained_output_satisfies_the_enforced_parts(enforce
 
 
 @pytest.mark.parametrize("text, phrase", [
-    # the notch's faces are planes through the L-shaped domain: their distances change sign inside it
-    ("""problem l
-space x in [-1, 1], y in [-1, 1]
-shape notch = box(lo = (0, -1), hi = (1, 0))
-domain L = box - notch
-field u
-equation pde: lap(u) = 0
-boundary cut on notch: u = 0
-enforce cut
-""", "changes sign inside the domain"),
     # two faces of the box whose data disagree at their corner, in a spec with a domain
     ("""problem corner
 space x in [0, 1], y in [0, 1]
