@@ -265,7 +265,8 @@ def test_shipped_files_are_there_with_their_licence():
     folder = SHIPPED.parent
     assert "MIT License" in (folder / "LICENSE").read_text() and (folder / "README.md").is_file()
     assert sorted(p.name for p in SHIPPED.glob("*.dat")) == [
-        "burgers1d.dat", "heatinv_points.dat", "lid_driven_a4.dat", "poisson1_cg_data.dat"]
+        "burgers1d.dat", "heatinv_points.dat", "lid_driven_a4.dat", "ns_0_obstacle.dat", "poisson1_cg_data.dat",
+        "poisson_boltzmann2d.dat"]
 
 
 def test_shipped_burgers_wide_file():
