@@ -86,7 +86,7 @@ def recipe_choices(base, recipe: ir.CallSpec, taken: set[str], trial) -> list[Ch
     periodic = any(kinds[n] == "periodic" for n in enforced) or bool(problem.periodic_embeddings)
     model, parameters, model_reason = _model(problem, budget, periodic)
     add("model", f"model {model}", model_reason)
-    adaptive = "weights" not in taken or problem.training.weights.name != "rba"
+    adaptive = problem.training.weights.name != "rba"  # per-point weights need fixed points
     if adaptive:
         add("sampler", "sampler rad(k = 1, c = 1)",
             "residual-based adaptive distribution (Wu et al. 2023): new points drawn where the residual is large")
@@ -111,10 +111,11 @@ def recipe_choices(base, recipe: ir.CallSpec, taken: set[str], trial) -> list[Ch
         epochs = QUASI_NEWTON_CAP if budget else QUASI_NEWTON_EPOCHS
         span = (f"until the time is spent (at most {QUASI_NEWTON_CAP:,} epochs)" if budget
                 else f"for {QUASI_NEWTON_EPOCHS:,} epochs")
-        points = f", resample = {RESAMPLE_EVERY}" if resampled else ""
+        points, where = (f", resample = {RESAMPLE_EVERY}", f", on points new every {RESAMPLE_EVERY} epochs") \
+            if resampled else ("", "")
         add("stage", f"stage adam(lr = 5e-3) epochs = {ADAM_EPOCHS}\nstage {finisher} epochs = {epochs}, "
                      f"dtype = float64{points}",
-            f"Adam at 5e-3 for {ADAM_EPOCHS:,} epochs, then {why}, in float64, {span}" + (f", on points new every {RESAMPLE_EVERY} epochs" if resampled else ""))
+            f"Adam at 5e-3 for {ADAM_EPOCHS:,} epochs, then {why}, in float64, {span}{where}")
     elif "optimizer" not in taken and "stage" not in taken:
         add("optimizer", "optimizer adam(lr = 5e-3)", "Adam at 5e-3 (the spec gives its epochs)")
     if budget:
