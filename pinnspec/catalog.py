@@ -77,10 +77,13 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     # and the conflict statistics: at validation epochs (the other steps take one backward pass of the sum)
     # or at every step
     "diagnostics": ("choice:validation|every", "validation"),
+    # checked: a run whose memory estimate passes the machine's available memory is refused before anything is
+    # allocated (pinnspec.engine._memory); unchecked: it runs anyway
+    "memory": ("choice:checked|unchecked", "checked"),
 }
 #: the `train` settings that say how a run executes, not what it trains: a stopped run of a sweep or bench may
 #: resume with other values of these (the continuation is then not bit for bit the uninterrupted run)
-EXECUTION_SETTINGS = ("device", "compile", "engine", "stack", "checkpoint_every", "diagnostics")
+EXECUTION_SETTINGS = ("device", "compile", "engine", "stack", "checkpoint_every", "diagnostics", "memory")
 #: the statements of the update chain: runs whose specs differ only in these (same problem and points; the seed
 #: too where the points do not depend on it) may train as one group, their losses and G as one batched graph
 #: (pinnspec.engine._group)
