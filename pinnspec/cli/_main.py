@@ -538,8 +538,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="run directory (default: a fresh folder under runs/); "
                                                 "one that holds files is refused unless --overwrite")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace the run in --out DIR (its config.pinn, result.json, history.csv, checkpoint.pt, "
-                        "predictions.npz, plots/; other files stay)")
+                   help="replace the run in --out DIR: remove the files its manifest.json lists (config.pinn, "
+                        "result.json, history.csv, checkpoint.pt, predictions.npz, its plots); other files stay, and a "
+                        "DIR that holds no run is refused")
     p.add_argument("--set", dest="set_values", action="append", default=[], metavar="KEY=VALUE",
                    help="override any training statement, the point counts or a train setting, e.g. --set "
                         "optimizer='adam(lr = 1e-3)' --set validate='test every 100' --set 'points=pde 4096, "
