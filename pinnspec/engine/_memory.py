@@ -6,7 +6,7 @@ What is counted (bytes; b: the bytes of the run's dtype, 8 for the host's float6
 
     points      per point set: N x d (host, float64, and device) and the training graph's activations,
                 N x R x H x ACTIVATION_COPIES x b: R derivative rows (the value and each derivative its plan
-                takes), H the hidden units of the network (the sum of its linear layers' widths)
+                takes), H the units of the network (the sum of the output widths of its [out, in] weights)
     test        N_test x (d + 2 F) float64 on the host (points, reference, prediction) and N_test x (d + F) on
                 the device; a grid: prod(counts) points (before the domain cuts it); and one network pass over a
                 batch of EVAL_BATCH test or validation points, EVAL_BATCH x H x b
@@ -21,6 +21,7 @@ resident-set growth of ordinary runs.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from typing import NamedTuple
@@ -67,10 +68,26 @@ def _meta_model(spec, problem, dtype: torch.dtype) -> torch.nn.Module | None:
     from ._build import build_model
 
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), _initialisers_skipped():
             return build_model(spec, problem, device=torch.device("meta"), dtype=dtype)
     except Exception:  # noqa: BLE001 - a model whose construction reads data (pi_init): estimated without it
         return None
+
+
+@contextlib.contextmanager
+def _initialisers_skipped():
+    """``torch.nn.init``'s in-place initialisers and the tensors' random fills as no-ops: on the meta device they
+    hold no values, and a seeded draw there would load torch's reference kernels (seconds) to draw nothing."""
+    found = [(torch.nn.init, name) for name in dir(torch.nn.init) if name.endswith("_") and not name.startswith("_")]
+    found += [(torch.Tensor, name) for name in ("normal_", "uniform_")]
+    saved = [(owner, name, getattr(owner, name)) for owner, name in found]
+    try:
+        for owner, name in found:
+            setattr(owner, name, lambda tensor, *args, **kwargs: tensor)
+        yield
+    finally:
+        for owner, name, function in saved:
+            setattr(owner, name, function)
 
 
 def estimate_memory(spec, problem, *, device: torch.device, dtype: torch.dtype) -> MemoryEstimate:
@@ -82,7 +99,7 @@ def estimate_memory(spec, problem, *, device: torch.device, dtype: torch.dtype) 
     cuda = device.type == "cuda"
     model = _meta_model(spec, problem, dtype)
     P = sum(x.numel() for x in model.parameters()) + len(p.params) if model is not None else len(p.params)
-    H = sum(m.out_features for m in model.modules() if isinstance(m, torch.nn.Linear)) if model is not None else 0
+    H = sum(x.shape[0] for x in model.parameters() if x.dim() == 2) if model is not None else 0  # [out, in] weights
     m = p.grouping().m
     terms = []
     for s in problem.point_plan.sets:

@@ -104,3 +104,19 @@ def test_the_estimate_is_within_a_factor_2_of_an_ordinary_run():
     assert proc.returncode == 0, proc.stderr
     estimate, grown = map(int, proc.stdout.split()[-2:])
     assert 0.5 < estimate / grown < 2.0, (estimate, grown)
+
+
+@pytest.mark.parametrize("model", ["mlp(width = 16, depth = 2)", "fourier_mlp(width = 32, depth = 2)",
+                                   "modified_mlp(width = 32, depth = 3)", "pirate_net(width = 32)"])
+def test_the_parameters_counted_without_storage_are_the_networks(model):
+    """The oracle: the network built for real; the draws of a seed are the same after the count."""
+    from pinnspec.engine import build_model
+
+    spec = apply_overrides(load(TINY), {"model": model, "device": "cpu"})
+    problem = compile_spec(spec.ir, "three")
+    net = build_model(spec, problem, device=torch.device("cpu"), dtype=torch.float64)
+    estimate = _memory.estimate_memory(spec, problem, device=torch.device("cpu"), dtype=torch.float64)
+    m = spec.ir.grouping().m
+    assert estimate.terms[-1].device == sum(p.numel() for p in net.parameters()) * 8 * (_memory.MODEL_COPIES + m)
+    again = build_model(spec, problem, device=torch.device("cpu"), dtype=torch.float64)  # the initialisers are back
+    assert all(torch.equal(a, b) for a, b in zip(net.parameters(), again.parameters()))
