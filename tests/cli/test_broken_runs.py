@@ -55,14 +55,28 @@ def _config_of_another_spec(run, runs):
     return "result.json", "the result of problem 'tiny', but config.pinn trains problem 'other'"
 
 
+def _garbage_predictions(run, runs):
+    (run / "predictions.npz").write_bytes(b"PK\x03\x04" + bytes(100))
+    return "predictions.npz", "error: cannot read it"
+
+
+def _text_in_history(run, runs):
+    lines = (run / "history.csv").read_text().splitlines()
+    (run / "history.csv").write_text("\n".join([lines[0], "1,abc" + lines[1][lines[1].index(",", 2):]]) + "\n")
+    return "history.csv", "line 2: column 'lr' holds 'abc', not a number"
+
+
 BROKEN = {"garbage result.json": _garbage_result, "deleted config.pinn": _no_config,
           "random bytes in checkpoint.pt": _random_checkpoint,
           "a checkpoint of another spec": _checkpoint_of_another_spec,
-          "a config.pinn of another spec": _config_of_another_spec}
-#: what each command reads: plot needs neither checkpoint.pt nor config.pinn (which only masks the domain)
+          "a config.pinn of another spec": _config_of_another_spec,
+          "random bytes in predictions.npz": _garbage_predictions, "text in history.csv": _text_in_history}
 COMMANDS = {"eval": ("eval",), "resume": ("train", "--resume"), "plot": ("plot",)}
+#: plot reads result.json, history.csv and predictions.npz (config.pinn only to mask the domain, if it is there);
+#: eval and resume read config.pinn, checkpoint.pt and result.json
+PLOT_READS = ("garbage result.json", "random bytes in predictions.npz", "text in history.csv")
 CASES = [(broken, command) for broken in BROKEN for command in COMMANDS
-         if command != "plot" or broken == "garbage result.json"]
+         if (command == "plot") == (broken in PLOT_READS) or broken == "garbage result.json"]
 
 
 @pytest.mark.parametrize("broken, command", CASES)
