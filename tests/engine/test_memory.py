@@ -120,3 +120,16 @@ def test_the_parameters_counted_without_storage_are_the_networks(model):
     assert estimate.terms[-1].device == sum(p.numel() for p in net.parameters()) * 8 * (_memory.MODEL_COPIES + m)
     again = build_model(spec, problem, device=torch.device("cpu"), dtype=torch.float64)  # the initialisers are back
     assert all(torch.equal(a, b) for a, b in zip(net.parameters(), again.parameters()))
+
+
+def test_on_cuda_the_device_part_is_checked_against_the_gpus_free_memory(monkeypatch):
+    """No GPU needed: the free memory torch would report is given; the host keeps only the float64 arrays."""
+    monkeypatch.setattr(_memory, "available_memory", lambda: 64 * 2 ** 30)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (8 * 2 ** 30, 80 * 2 ** 30))
+    spec = apply_overrides(load(TINY), {"points": "pde 1e7"})
+    problem = compile_spec(spec.ir, "three")
+    with pytest.raises(ValueError, match=r"`points pde 10000000` takes about 18.\d GiB: the run needs about 18.\d GiB, "
+                                         r"more than the 8.0 GiB of cuda memory available"):
+        _memory.check_memory(spec, problem, device=torch.device("cuda"), dtype=torch.float32)
+    estimate = _memory.estimate_memory(spec, problem, device=torch.device("cuda"), dtype=torch.float32)
+    assert estimate.host == sum(t.host for t in estimate.terms) < 2 ** 30
