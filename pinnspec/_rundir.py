@@ -193,7 +193,7 @@ class RunLock:
     def acquire(self) -> "RunLock":
         if not os.path.isdir(self.run_dir):
             if os.path.exists(self.run_dir):
-                raise RunDirLocked(f"{self.run_dir} is a file, not a directory")
+                raise RunDirLocked(f"error: {self.run_dir} is a file, not a directory; choose another --out DIR")
             os.makedirs(self.run_dir, exist_ok=True)
             self.created_dir = True
         for _ in range(3):

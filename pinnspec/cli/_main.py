@@ -8,7 +8,7 @@ import traceback
 
 from .. import __version__
 from .._files import UnsafeCheckpoint
-from .._rundir import RunDirLocked, RunFileError
+from .._rundir import RunDirLocked, RunFileError, RunLock, read_result, resuming
 from ..lang import SpecError, load
 
 EXIT_OK, EXIT_USER, EXIT_INTERNAL = 0, 1, 2
@@ -189,7 +189,6 @@ def _cmd_train(args) -> int:
         return _train_distributed(args, log)
     if args.resume:
         _check_resume_args(args)
-        from .._rundir import resuming
         from ..engine import load_run  # torch loads once the command line is known to be good
 
         with resuming(args.resume):
@@ -205,8 +204,6 @@ def _cmd_train(args) -> int:
             raise UserError("train needs a FILE (or --resume RUN_DIR)")
         spec = _spec_with_overrides(args)
         from ..engine import Trainer
-
-        from .._rundir import RunLock
 
         out = args.out or _default_run_dir(spec.ir.name)
         try:
@@ -340,7 +337,6 @@ _TRAIN_FLAGS = ("epochs", "surgery", "optimizer", "align", "grouping", "seed", "
 def _cmd_eval(args) -> int:
     run = args.run_dir
     _require_run_file(run, "checkpoint.pt")
-    from .._rundir import read_result
     from ..engine import load_run
 
     trainer = load_run(run, device=args.device, out=None)  # every file checked: a bad one is one line
@@ -437,8 +433,6 @@ def _cmd_compare(args) -> int:
 
 
 def _read_result(run_dir: str) -> dict:
-    from .._rundir import read_result
-
     _require_run_file(run_dir, "result.json")
     return read_result(run_dir)
 

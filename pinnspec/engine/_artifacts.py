@@ -24,7 +24,8 @@ import torch
 
 from .._files import (UnsafeCheckpoint, atomic_write_bytes, atomic_write_text, read_csv, read_json,  # noqa: F401
                       save_npz, write_csv, write_json)
-from .._rundir import MANIFEST, RunFileError, directory_entries, holds_run, read_result, remove_run_files
+from .._rundir import (MANIFEST, RunFileError, directory_entries, holds_run, read_result, remove_run_files,
+                       remove_temporary)
 
 
 def save_torch(path: str, obj: Any) -> None:
@@ -76,7 +77,7 @@ def claim_run_dir(path: str, overwrite: bool = False, remedies: Remedies = CLI_R
     """Make ``path`` ready to hold a new run (call it holding the directory's `RunLock`): a missing or empty
     directory is fine; one with files raises :class:`RunDirInUse` (what is there and how to go on), unless
     ``overwrite`` and it holds a run: then the files that run recorded as its own are removed
-    (`pinnspec._rundir.remove_run_files`; a user's other files stay).  ``overwrite`` on a directory that holds
+    (`pinnspec._rundir.remove_run_files`), and the ``.tmp-*`` files a killed run left; a user's other files stay.  ``overwrite`` on a directory that holds
     no run raises :class:`RunDirInUse` and removes nothing.  Returns the names removed."""
     if not os.path.exists(path):
         return []
@@ -90,7 +91,7 @@ def claim_run_dir(path: str, overwrite: bool = False, remedies: Remedies = CLI_R
             raise RunDirInUse(f"{path} holds no pinnspec run (no {MANIFEST}, no result.json beside a config.pinn): "
                               f"--overwrite replaces a run's own files only, so nothing was removed; "
                               f"{remedies.elsewhere}")
-        return remove_run_files(path)
+        return remove_run_files(path) + remove_temporary(path)
     steps = [remedies.elsewhere, remedies.replace]
     if _resumable(path):
         steps.insert(0, remedies.resume.format(path=path))

@@ -109,7 +109,8 @@ def test_overwrite_of_a_run_without_manifest_removes_the_known_run_files(tmp_pat
     (tmp_path / "plots" / "thesis").mkdir()
     (tmp_path / "plots" / "thesis" / "fig2.pdf").write_text("keep")
     (tmp_path / "data.csv").write_text("keep")
-    assert claim_run_dir(str(tmp_path), overwrite=True) == list(LEGACY_RUN_FILES)
+    (tmp_path / ".tmp-k2j3history.csv").write_text("half")  # left by a run killed while writing
+    assert claim_run_dir(str(tmp_path), overwrite=True) == [*LEGACY_RUN_FILES, ".tmp-k2j3history.csv"]
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
         "data.csv", "plots/thesis/fig2.pdf"]
 
