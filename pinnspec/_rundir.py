@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import socket
+import time
 from typing import Iterable
 
 from ._files import read_json, write_json
@@ -166,6 +167,17 @@ def remove_run_files(run_dir: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------- the lock
+#: an empty lock older than this (seconds) was left by a process killed as it took the lock
+EMPTY_LOCK_S = 10.0
+
+
+def _age(path: str) -> float:
+    try:
+        return time.time() - os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -218,6 +230,10 @@ class RunLock:
         except FileNotFoundError:
             return  # released meanwhile
         pid_text, _, host = text.strip().partition(" ")
+        if not text.strip() and _age(self.path) > EMPTY_LOCK_S:  # its writer died between creating and writing it
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            return
         if not pid_text.isdigit():  # being written this instant, or not a lock pinnspec wrote
             raise RunDirLocked(f"{self.path}: error: {self.run_dir} is locked by a process that did not say "
                                f"which (the lock holds {text.strip()[:40]!r}); if no run writes there, delete "

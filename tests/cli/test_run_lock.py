@@ -74,3 +74,16 @@ def test_the_lock_is_released_on_an_exception_and_a_new_folder_left_empty_goes(t
             raise KeyError("boom")
     assert not out.exists()
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_an_empty_lock_is_taken_over_once_it_is_old(tmp_path):
+    """A process killed between creating the lock and writing its pid leaves it empty."""
+    lock = tmp_path / LOCK
+    lock.write_text("")
+    with pytest.raises(RunDirLocked, match="did not say which"):
+        RunLock(str(tmp_path)).acquire()
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+    with RunLock(str(tmp_path)):
+        assert lock.read_text().split() == [str(os.getpid()), socket.gethostname()]
+    assert not lock.exists()
