@@ -2,7 +2,8 @@
 is compiled and before its network is built): a run that cannot fit in the machine's memory is refused with one
 line naming the setting that takes the most and the estimate; ``train memory = unchecked`` goes past it.
 
-What is counted (bytes; b: the bytes of the run's dtype, 8 for the host's float64 arrays):
+What is counted (bytes; b: the bytes of the run's widest dtype, its stages' included; 8 for the host's float64
+arrays):
 
     points      per point set: N x d (host, float64, and device) and the training graph's activations,
                 N x R x H x ACTIVATION_COPIES x b: R derivative rows (the value and each derivative its plan
@@ -94,7 +95,8 @@ def estimate_memory(spec, problem, *, device: torch.device, dtype: torch.dtype) 
     """The memory a run of ``spec`` (compiled: ``problem``) takes, by setting (see the module's docstring)."""
     p = spec.ir
     t = p.training
-    b = torch.finfo(dtype).bits // 8
+    stages = t.stage_list()
+    b = max(torch.finfo(dtype).bits, *(torch.finfo(getattr(torch, s.dtype)).bits for s in stages)) // 8  # the widest
     d, F = len(p.coordinates), len(p.fields)
     cuda = device.type == "cuda"
     model = _meta_model(spec, problem, dtype)
@@ -119,7 +121,7 @@ def estimate_memory(spec, problem, *, device: torch.device, dtype: torch.dtype) 
     if not v.on_test:
         terms.append(Term(f"validate {v.count} every {v.every}", v.count * (d + F) * 8, v.count * (d + F) * b))
     terms.append(Term(f"model {t.model}", 0, P * b * (MODEL_COPIES + m)))
-    for stage in t.stage_list():
+    for stage in stages:
         if stage.second_order and stage.optimizer.name != "lbfgs":
             width = torch.finfo(getattr(torch, stage.dtype)).bits // 8
             terms.append(Term(f"stage {stage.optimizer}", 0, 2 * P * P * width))
