@@ -22,12 +22,12 @@ resident-set growth of ordinary runs.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 from typing import NamedTuple
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ._monitor import EVAL_BATCH
 
@@ -69,26 +69,23 @@ def _meta_model(spec, problem, dtype: torch.dtype) -> torch.nn.Module | None:
     from ._build import build_model
 
     try:
-        with torch.device("meta"), _initialisers_skipped():
+        with torch.device("meta"), _NoDraws():
             return build_model(spec, problem, device=torch.device("meta"), dtype=dtype)
     except Exception:  # noqa: BLE001 - a model whose construction reads data (pi_init): estimated without it
         return None
 
 
-@contextlib.contextmanager
-def _initialisers_skipped():
-    """``torch.nn.init``'s in-place initialisers and the tensors' random fills as no-ops: on the meta device they
-    hold no values, and a seeded draw there would load torch's reference kernels (seconds) to draw nothing."""
-    found = [(torch.nn.init, name) for name in dir(torch.nn.init) if name.endswith("_") and not name.startswith("_")]
-    found += [(torch.Tensor, name) for name in ("normal_", "uniform_")]
-    saved = [(owner, name, getattr(owner, name)) for owner, name in found]
-    try:
-        for owner, name in found:
-            setattr(owner, name, lambda tensor, *args, **kwargs: tensor)
-        yield
-    finally:
-        for owner, name, function in saved:
-            setattr(owner, name, function)
+class _NoDraws(TorchFunctionMode):
+    """Random in-place fills as no-ops, in this thread only (a torch function mode): on the meta device they hold
+    no values, and a seeded draw there would load torch's reference kernels (seconds) to draw nothing."""
+
+    FILLS = frozenset({"normal_", "uniform_", "exponential_", "random_", "bernoulli_", "geometric_", "cauchy_",
+                       "log_normal_"})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in self.FILLS:  # torch.nn.init's passes the tensor by keyword
+            return args[0] if args else next(iter((kwargs or {}).values()))
+        return func(*args, **(kwargs or {}))
 
 
 def estimate_memory(spec, problem, *, device: torch.device, dtype: torch.dtype) -> MemoryEstimate:
