@@ -80,6 +80,9 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     # a wall-time budget for the whole run (`train time = 10 min`; s, min or h), which its stages share
     # (pinnspec.engine._budget); None: the epochs alone end the run
     "time": ("duration", None),
+    # checked: a run whose memory estimate passes the machine's available memory is refused before anything is
+    # allocated (pinnspec.engine._memory); unchecked: it runs anyway
+    "memory": ("choice:checked|unchecked", "checked"),
 }
 #: the units of a wall time (`10 min`) -> seconds
 DURATION_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
@@ -88,7 +91,7 @@ DURATION_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 RECIPES: dict[str, dict[str, Any]] = {"strong": {"time": None}}
 #: the `train` settings that say how a run executes, not what it trains: a stopped run of a sweep or bench may
 #: resume with other values of these (the continuation is then not bit for bit the uninterrupted run)
-EXECUTION_SETTINGS = ("device", "compile", "engine", "stack", "checkpoint_every", "diagnostics")
+EXECUTION_SETTINGS = ("device", "compile", "engine", "stack", "checkpoint_every", "diagnostics", "memory")
 #: the statements of the update chain: runs whose specs differ only in these (same problem and points; the seed
 #: too where the points do not depend on it) may train as one group, their losses and G as one batched graph
 #: (pinnspec.engine._group)

@@ -8,6 +8,7 @@ import traceback
 
 from .. import __version__
 from .._files import UnsafeCheckpoint
+from .._rundir import RunDirLocked, RunFileError, RunLock, read_result, resuming
 from ..lang import SpecError, load
 
 EXIT_OK, EXIT_USER, EXIT_INTERNAL = 0, 1, 2
@@ -207,9 +208,16 @@ def _cmd_train(args) -> int:
         return _train_distributed(args, log)
     if args.resume:
         _check_resume_args(args)
-        from ..engine import resume  # torch loads once the command line is known to be good
+        from ..engine import load_run  # torch loads once the command line is known to be good
 
-        result = resume(args.resume, progress=not args.quiet, log=log)
+        with resuming(args.resume):
+            try:
+                trainer = load_run(args.resume, progress=not args.quiet, log=log)
+            except (RunFileError, UnsafeCheckpoint):
+                raise
+            except ValueError as err:  # the run cannot start here (its device, say)
+                raise UserError(f"{args.resume}: error: {err}") from None
+            result = trainer.run()
     else:
         if not args.file:
             raise UserError("train needs a FILE (or --resume RUN_DIR)")
@@ -221,8 +229,9 @@ def _cmd_train(args) -> int:
             trainer = Trainer(spec, out, progress=not args.quiet, log=log)
         except ValueError as err:
             raise UserError(f"{args.file}: error: {err}") from None
-        _claim_run_dir(out, args.overwrite)  # after the setup: a run that cannot start replaces nothing
-        result = trainer.run()
+        with RunLock(out):  # a second writer of `out` is refused until this run ends
+            _claim_run_dir(out, args.overwrite)  # after the setup: a run that cannot start replaces nothing
+            result = trainer.run()
     print(_summary(result))
     if result.status == "diverged":
         print(f"error: {result.message} ({_what_is_kept(result.run_dir)})", file=sys.stderr)
@@ -347,12 +356,11 @@ _TRAIN_FLAGS = ("epochs", "surgery", "optimizer", "align", "grouping", "seed", "
 def _cmd_eval(args) -> int:
     run = args.run_dir
     _require_run_file(run, "checkpoint.pt")
-    from .._files import read_json
     from ..engine import load_run
 
-    trainer = load_run(run, device=args.device, out=None)
+    trainer = load_run(run, device=args.device, out=None)  # every file checked: a bad one is one line
     result = trainer.result()
-    saved = read_json(os.path.join(run, "result.json")) if os.path.isfile(os.path.join(run, "result.json")) else {}
+    saved = read_result(run) if os.path.isfile(os.path.join(run, "result.json")) else {}
     print(f"{run}: re-tested on {len(trainer.evaluation.test_points)} test points ({trainer.device})")
     for key, label in (("rel_l2", "best validation checkpoint"), ("rel_l2_final", "final model")):
         value = getattr(result, key)
@@ -403,6 +411,8 @@ def _cmd_plot(args) -> int:
 
     try:
         paths = plot_run(args.run_dir)
+    except RunFileError:
+        raise
     except ValueError as err:
         raise UserError(f"{args.run_dir}: error: {err}") from None
     for path in paths:
@@ -442,16 +452,8 @@ def _cmd_compare(args) -> int:
 
 
 def _read_result(run_dir: str) -> dict:
-    from .._files import read_json
-
-    path = _require_run_file(run_dir, "result.json")
-    try:
-        result = read_json(path)
-    except (OSError, ValueError) as err:
-        raise UserError(f"{path}: error: cannot read it ({err})") from None
-    if not isinstance(result, dict):
-        raise UserError(f"{path}: error: does not hold a JSON object (is it a pinnspec result?)")
-    return result
+    _require_run_file(run_dir, "result.json")
+    return read_result(run_dir)
 
 
 def _comparison_table(run_dirs: list[str], results: list[dict]) -> str:
@@ -570,8 +572,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="run directory (default: a fresh folder under runs/); "
                                                 "one that holds files is refused unless --overwrite")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace the run in --out DIR (its config.pinn, result.json, history.csv, checkpoint.pt, "
-                        "predictions.npz, plots/; other files stay)")
+                   help="replace the run in --out DIR: remove the files its manifest.json lists (config.pinn, "
+                        "result.json, history.csv, checkpoint.pt, predictions.npz, its plots); other files stay, and a "
+                        "DIR that holds no run is refused")
     p.add_argument("--set", dest="set_values", action="append", default=[], metavar="KEY=VALUE",
                    help="override any training statement, the point counts or a train setting, e.g. --set "
                         "optimizer='adam(lr = 1e-3)' --set validate='test every 100' --set 'points=pde 4096, "
@@ -635,6 +638,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USER
     except UnsafeCheckpoint as err:
         print(f"error: {err}", file=sys.stderr)
+        return EXIT_USER
+    except (RunFileError, RunDirLocked) as err:  # one line naming the file
+        print(str(err), file=sys.stderr)
         return EXIT_USER
     except SpecError as err:
         print(err.render(), file=sys.stderr)

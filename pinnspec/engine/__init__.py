@@ -39,48 +39,54 @@ def train(spec, *, epochs=None, surgery=None, optimizer=None, align=None, groupi
     name or a call (``"cagrad(c = 0.4)"``).  ``out``: a run directory to write
     (result.json, history.csv, checkpoint.pt, config.pinn, predictions.npz); one that
     already holds files raises a ValueError (``_artifacts.RunDirInUse``) unless ``overwrite`` (which replaces
-    the run files there)."""
+    the files the run there recorded as its own, and refuses a directory that holds no run); ``out`` is locked
+    while the run writes it (``pinnspec._rundir.RunLock``: a second writer raises ``RunDirLocked``)."""
     from ..lang import apply_overrides
     from ._artifacts import PYTHON_REMEDIES, claim_run_dir
 
     given = {"epochs": epochs, "surgery": surgery, "optimizer": optimizer, "align": align, "grouping": grouping,
              "seed": seed, "device": device, "dtype": dtype, **(overrides or {})}
     spec = apply_overrides(_as_spec(spec), given)
-    if out is not None:
+    if out is None:
+        return Trainer(spec, out, progress=progress, log=log).run()
+    from .._rundir import RunLock
+
+    trainer = Trainer(spec, out, progress=progress, log=log)
+    with RunLock(os.fspath(out)):
         claim_run_dir(os.fspath(out), overwrite, PYTHON_REMEDIES)
-    return Trainer(spec, out, progress=progress, log=log).run()
+        return trainer.run()
 
 
 def load_run(run_dir: str, *, progress=False, log=None, device=None, out: str | None | bool = True,
              distributed: bool = False) -> Trainer:
     """A Trainer restored from a run directory's config.pinn and checkpoint.pt (which loads only tensors and
-    plain values: anything else is refused with ``_artifacts.UnsafeCheckpoint``, a ValueError).
+    plain values: anything else is refused with ``_artifacts.UnsafeCheckpoint``, a ValueError).  A missing,
+    unreadable or mismatched run file raises ``pinnspec._rundir.RunFileError`` (a ValueError whose message is
+    one line naming the file and what is wrong: for a checkpoint of another spec, the parameter that differs).
 
     ``distributed``: one rank of a data-parallel run (an initialised process group): every rank
     restores the same replicated state; rank 0 alone writes on in ``run_dir``."""
-    from ._artifacts import load_checkpoint
+    from ._loader import open_run, restore
 
-    checkpoint = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))
-    spec = run_spec(run_dir, checkpoint)
-    trainer = Trainer(spec, run_dir if out is True else out or None, progress=progress, log=log,
+    saved = open_run(run_dir)
+    trainer = Trainer(saved.spec, run_dir if out is True else out or None, progress=progress, log=log,
                       device_override=device, distributed=distributed)
-    trainer.load_state_dict(checkpoint)
+    restore(trainer, saved)
     return trainer
 
 
-def run_spec(run_dir: str, checkpoint: dict | None = None):
+def run_spec(run_dir: str):
     """The checked spec a run directory trains (its config.pinn; relative data and reference paths
     resolve where the original spec was, as the checkpoint records)."""
-    from ..lang import loads
-    from ._artifacts import load_checkpoint
+    from ._loader import open_run
 
-    if checkpoint is None:
-        checkpoint = load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))
-    config = os.path.join(run_dir, "config.pinn")
-    with open(config, encoding="utf-8") as fh:
-        return loads(fh.read(), filename=config, base_dir=checkpoint.get("source_dir"))
+    return open_run(run_dir).spec
 
 
 def resume(run_dir: str, *, progress=False, log=None) -> Result:
-    """Continue a run from its last checkpoint (bit for bit, same device)."""
-    return load_run(run_dir, progress=progress, log=log).run()
+    """Continue a run from its last checkpoint (bit for bit, same device), holding the directory's lock; the
+    temporary files a run killed while writing left there are removed first."""
+    from .._rundir import resuming
+
+    with resuming(run_dir):
+        return load_run(run_dir, progress=progress, log=log).run()

@@ -8,20 +8,24 @@ A run directory holds:
     checkpoint.pt    everything needed to resume bit for bit (the last good state)
     predictions.npz  test points, reference and prediction at the best-validation checkpoint
     plots/           PNG plots (``pinnspec plot``)
+    manifest.json    the files above that the run wrote (what ``overwrite`` removes)
+    .pinnspec.lock   "PID HOST" of the process writing the run, while it writes
+
+The manifest and the lock are `pinnspec._rundir`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
-import shutil
 from typing import Any, NamedTuple
 
 import torch
 
 from .._files import (UnsafeCheckpoint, atomic_write_bytes, atomic_write_text, read_csv, read_json,  # noqa: F401
                       save_npz, write_csv, write_json)
+from .._rundir import (MANIFEST, RunFileError, directory_entries, holds_run, read_result, remove_run_files,
+                       remove_temporary)
 
 
 def save_torch(path: str, obj: Any) -> None:
@@ -47,8 +51,6 @@ def load_checkpoint(path: str, map_location: Any = "cpu") -> dict:
         ) from None
 
 
-#: what a run directory holds that pinnspec wrote (``overwrite`` removes these and nothing else)
-RUN_FILES = ("config.pinn", "result.json", "history.csv", "checkpoint.pt", "predictions.npz", "plots")
 _STATUS_WORDS = {"completed": "a finished", "interrupted": "an interrupted", "diverged": "a diverged",
                  "running": "an unfinished"}
 
@@ -72,18 +74,24 @@ class RunDirInUse(ValueError):
 
 
 def claim_run_dir(path: str, overwrite: bool = False, remedies: Remedies = CLI_REMEDIES) -> list[str]:
-    """Make ``path`` ready to hold a new run: a missing or empty directory is fine; one with files
-    raises :class:`RunDirInUse` (what is there and how to go on), unless ``overwrite``: then the
-    files of :data:`RUN_FILES` are removed (others are left alone).  Returns the names removed."""
+    """Make ``path`` ready to hold a new run (call it holding the directory's `RunLock`): a missing or empty
+    directory is fine; one with files raises :class:`RunDirInUse` (what is there and how to go on), unless
+    ``overwrite`` and it holds a run: then the files that run recorded as its own are removed
+    (`pinnspec._rundir.remove_run_files`), and the ``.tmp-*`` files a killed run left; a user's other files stay.  ``overwrite`` on a directory that holds
+    no run raises :class:`RunDirInUse` and removes nothing.  Returns the names removed."""
     if not os.path.exists(path):
         return []
     if not os.path.isdir(path):
         raise RunDirInUse(f"{path} is a file, not a directory; {remedies.elsewhere}")
-    entries = sorted(os.listdir(path))
+    entries = directory_entries(path)
     if not entries:
         return []
     if overwrite:
-        return _remove_run_files(path, entries)
+        if not holds_run(path):
+            raise RunDirInUse(f"{path} holds no pinnspec run (no {MANIFEST}, no result.json beside a config.pinn): "
+                              f"--overwrite replaces a run's own files only, so nothing was removed; "
+                              f"{remedies.elsewhere}")
+        return remove_run_files(path) + remove_temporary(path)
     steps = [remedies.elsewhere, remedies.replace]
     if _resumable(path):
         steps.insert(0, remedies.resume.format(path=path))
@@ -93,10 +101,9 @@ def claim_run_dir(path: str, overwrite: bool = False, remedies: Remedies = CLI_R
 def _run_status(path: str) -> dict | None:
     """result.json of a run directory, or None when it is missing or unreadable."""
     try:
-        result = read_json(os.path.join(path, "result.json"))
-    except (OSError, ValueError):
+        return read_result(path)
+    except RunFileError:
         return None
-    return result if isinstance(result, dict) else None
 
 
 def _resumable(path: str) -> bool:
@@ -111,22 +118,6 @@ def _describe_contents(path: str, entries: list[str]) -> str:
                 f"{result.get('epochs_done', '?')}/{result.get('epochs', '?')} epochs)")
     shown = ", ".join(entries[:4]) + (f" and {len(entries) - 4} more" if len(entries) > 4 else "")
     return f"is not empty (it holds {shown})"
-
-
-def _remove_run_files(path: str, entries: list[str]) -> list[str]:
-    removed = []
-    for name in RUN_FILES:
-        if name not in entries:
-            continue
-        target = os.path.join(path, name)
-        if os.path.isdir(target) and not os.path.islink(target):
-            shutil.rmtree(target, ignore_errors=True)  # ranks of a distributed run may race here
-            removed.append(name + "/")
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(target)
-            removed.append(name)
-    return removed
 
 
 def to_device(tree, device: torch.device):

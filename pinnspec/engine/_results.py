@@ -5,6 +5,7 @@
     history.csv      one row per epoch (`RunState.history`, in `RunState.columns`)
     checkpoint.pt    everything needed to resume bit for bit (the trainer's `state_dict`)
     predictions.npz  test points, reference and prediction at the best-validation checkpoint
+    manifest.json    the files above, recorded as each is first written (`pinnspec._rundir.record_files`)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 
 from .. import __version__
 from .._rss import read_status, reset_peak
+from .._rundir import record_files
 from . import _artifacts as files
 from ._monitor import Evaluation, weights_loaded
 from ._run_state import RunState
@@ -81,12 +83,14 @@ class RunFiles:
                  params: dict[str, torch.Tensor], *, device: torch.device, allocator: dict):
         self.out, self.spec, self.problem, self.evaluation = out, spec, problem, evaluation
         self.model, self.params, self.device, self.allocator = model, params, device, allocator
+        self._recorded: set[str] = set()  # the files of the manifest (`_record`)
 
     def begin(self) -> None:
         """Before the first epoch: the run directory and its config.pinn; peak memory counts from here (a
         process that trains several runs, a sweep's pool worker, reports each run's own peak)."""
         if self.out:
             os.makedirs(self.out, exist_ok=True)
+            self._record("config.pinn")
             files.atomic_write_text(os.path.join(self.out, "config.pinn"), self.spec.source)
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
@@ -142,6 +146,7 @@ class RunFiles:
         """result.json, history.csv and (once an epoch is done: a run killed later can be scored where it
         stopped) predictions.npz."""
         if self.out:
+            self._record("result.json", "history.csv", *(("predictions.npz",) if run.epoch > 0 else ()))
             files.write_json(os.path.join(self.out, "result.json"), result.to_dict())
             files.write_csv(os.path.join(self.out, "history.csv"), run.columns, run.history)
             if run.epoch > 0:
@@ -158,5 +163,13 @@ class RunFiles:
                        coordinates=np.array(self.problem.coordinates), fields=np.array(self.problem.fields),
                        **reference)
 
+    def _record(self, *names: str) -> None:
+        """The manifest lists ``names`` before they are written (a run killed in between leaves a name whose
+        file is missing: ``overwrite`` skips it)."""
+        if not self._recorded.issuperset(names):
+            record_files(self.out, names)
+            self._recorded.update(names)
+
     def save_checkpoint(self, state: dict) -> None:
+        self._record("checkpoint.pt")
         files.save_torch(os.path.join(self.out, "checkpoint.pt"), state)

@@ -41,6 +41,7 @@ from ._build import DTYPES, build_model, check_dense_stages, resolve_device
 from ._chain import ChainState, UpdateChain
 from ._execute import Execution, StepContext, StepOut, StepValues, fetch, plan_execution, with_host_steps
 from ._group import resume_in_lane
+from ._memory import check_memory
 from ._monitor import Evaluation, Monitor, TrainingDiverged
 from ._points import PointStream
 from ._results import Result, RunFiles
@@ -102,6 +103,7 @@ class Trainer:
         self.dtype = DTYPES[self.stages[0].dtype]
         self.grouping = p.grouping()
         self.problem = compile_spec(p, self.grouping.name)
+        check_memory(spec, self.problem, device=self.device, dtype=self.dtype)  # before anything is allocated
         if distributed and self.problem.causal:
             raise ValueError("causal weighting takes each time chunk's mean over all of its points: data-parallel "
                              "runs (point sets split over ranks) do not take it; train without --distributed")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 import re
@@ -13,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._rundir import read_manifest, read_result, record_files, run_dir_error
 from ._style import as_float
 
 HISTORY, RESULT, PREDICTIONS, CONFIG = "history.csv", "result.json", "predictions.npz", "config.pinn"
@@ -89,7 +89,7 @@ def read_history(path: str) -> History:
             names = list(reader.fieldnames or [])
             rows = list(reader)
     except (OSError, UnicodeDecodeError, csv.Error) as err:
-        raise ValueError(f"cannot read {path}: {err}") from None
+        raise run_dir_error(path, f"cannot read it ({err})") from None
     if "epoch" not in names:
         raise ValueError(f"{path} has no 'epoch' column: not a pinnspec history")
     if not rows:
@@ -97,19 +97,6 @@ def read_history(path: str) -> History:
     columns = {name: np.array([_number(row.get(name), name, i + 2, path) for i, row in enumerate(rows)])
                for name in names}
     return History(columns)
-
-
-def read_result(path: str) -> dict:
-    if not os.path.exists(path):
-        return {}
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"cannot read {path}: {err}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} does not hold a JSON object")
-    return data
 
 
 def _columns(array) -> np.ndarray:
@@ -125,7 +112,7 @@ def read_predictions(path: str) -> Predictions | None:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
-        raise ValueError(f"cannot read {path}: {err}") from None
+        raise run_dir_error(path, f"cannot read it ({err})") from None
     missing = [k for k in ("points", "prediction") if k not in arrays]
     if missing:
         raise ValueError(f"{path} lacks {', '.join(missing)}")
@@ -186,7 +173,7 @@ def read_run_files(run_dir, *, predictions: bool = True) -> Run:
         raise ValueError(f"{run_dir} has no {HISTORY}: not a pinnspec run directory, "
                          "or the run has not written its first checkpoint yet")
     return Run(path=run_dir, history=read_history(history_path),
-               result=read_result(os.path.join(run_dir, RESULT)),
+               result=read_result(run_dir) if os.path.exists(os.path.join(run_dir, RESULT)) else {},
                predictions=read_predictions(os.path.join(run_dir, PREDICTIONS)) if predictions else None,
                domain=read_domain(os.path.join(run_dir, CONFIG)) if predictions else None)
 
@@ -205,4 +192,7 @@ def plot_run(run_dir, out_dir=None) -> list[str]:
         written.append(save(build(run), os.path.join(out_dir, name)))
     if run.predictions is not None:
         written.append(save(solution_figure(run), os.path.join(out_dir, "solution.png")))
+    if read_manifest(run.path) is not None:  # the run's plots are the run's: --overwrite replaces them
+        inside = [os.path.relpath(p, run.path) for p in written]
+        record_files(run.path, [name.replace(os.sep, "/") for name in inside if not name.startswith("..")])
     return written

@@ -13,7 +13,8 @@ import pytest
 from cli_process import ENV, TINY, cli, user_error
 
 import pinnspec
-from pinnspec.engine._artifacts import RUN_FILES, RunDirInUse, claim_run_dir
+from pinnspec._rundir import LEGACY_RUN_FILES, MANIFEST
+from pinnspec.engine._artifacts import RunDirInUse, claim_run_dir
 
 
 def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
@@ -50,15 +51,31 @@ def test_overwrite_replaces_the_run_files_and_keeps_the_others(finished_run, tmp
     out.mkdir()
     for name, data in snapshot(finished_run).items():
         (out / name).write_bytes(data[0])
-    (out / "plots").mkdir()
-    (out / "plots" / "losses.png").write_bytes(b"old")
+    (out / "plots" / "thesis").mkdir(parents=True)
+    (out / "plots" / "thesis" / "fig2.pdf").write_bytes(b"mine")
     (out / "notes.txt").write_text("mine")
+    recorded = json.loads((out / MANIFEST).read_text())["files"]
     proc = cli("train", TINY, "--epochs", "2", "--out", out, "--quiet", "--overwrite")
     assert proc.returncode == 0, proc.stderr
-    assert (f"--overwrite: replacing the run in {out} (removed config.pinn, result.json, history.csv, "
-            "checkpoint.pt, predictions.npz, plots/)") in proc.stderr
-    assert (out / "notes.txt").read_text() == "mine" and not (out / "plots").exists()
+    removed = [name for name in recorded if name != MANIFEST] + [MANIFEST]
+    assert f"--overwrite: replacing the run in {out} (removed {', '.join(removed)})" in proc.stderr
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "plots" / "thesis" / "fig2.pdf").read_bytes() == b"mine"
     assert json.loads((out / "result.json").read_text())["epochs_done"] == 2
+
+
+def test_overwrite_refuses_a_folder_without_a_run_and_removes_nothing(tmp_path):
+    """The user's own config.pinn, history.csv and plots/ are no run: nothing recorded them."""
+    (tmp_path / "plots" / "thesis").mkdir(parents=True)
+    (tmp_path / "plots" / "thesis" / "fig2.pdf").write_bytes(b"mine")
+    (tmp_path / "config.pinn").write_text("my notes")
+    (tmp_path / "history.csv").write_text("year,event\n")
+    before = snapshot(tmp_path)
+    lines = user_error(cli("train", TINY, "--epochs", "2", "--out", tmp_path, "--quiet", "--overwrite"))
+    assert lines == [f"error: {tmp_path} holds no pinnspec run (no manifest.json, no result.json beside a "
+                     "config.pinn): --overwrite replaces a run's own files only, so nothing was removed; choose "
+                     "another --out DIR"]
+    assert snapshot(tmp_path) == before
 
 
 def test_an_empty_or_missing_directory_is_fine(tmp_path):
@@ -83,13 +100,29 @@ def test_a_file_is_not_a_run_directory(tmp_path):
         claim_run_dir(str(path), overwrite=True)
 
 
-def test_overwrite_removes_exactly_the_run_files(tmp_path):
-    for name in RUN_FILES[:-1]:
+def test_overwrite_of_a_run_without_manifest_removes_the_known_run_files(tmp_path):
+    """A run written before runs kept a manifest: recognised by its result.json beside a config.pinn."""
+    for name in LEGACY_RUN_FILES:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text("x")
-    (tmp_path / "plots").mkdir()
+    (tmp_path / "result.json").write_text(json.dumps({"status": "completed", "epochs_done": 3, "epochs": 3}))
+    (tmp_path / "plots" / "thesis").mkdir()
+    (tmp_path / "plots" / "thesis" / "fig2.pdf").write_text("keep")
     (tmp_path / "data.csv").write_text("keep")
-    assert claim_run_dir(str(tmp_path), overwrite=True) == [*RUN_FILES[:-1], "plots/"]
-    assert os.listdir(tmp_path) == ["data.csv"]
+    (tmp_path / ".tmp-k2j3history.csv").write_text("half")  # left by a run killed while writing
+    assert claim_run_dir(str(tmp_path), overwrite=True) == [*LEGACY_RUN_FILES, ".tmp-k2j3history.csv"]
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file()) == [
+        "data.csv", "plots/thesis/fig2.pdf"]
+
+
+def test_a_manifest_naming_files_outside_the_run_removes_nothing_there(tmp_path):
+    run, outside = tmp_path / "run", tmp_path / "precious.txt"
+    run.mkdir()
+    outside.write_text("keep")
+    (run / "result.json").write_text("{}")
+    (run / MANIFEST).write_text(json.dumps({"files": ["../precious.txt", str(outside), "result.json"]}))
+    assert claim_run_dir(str(run), overwrite=True) == ["result.json", MANIFEST]
+    assert outside.read_text() == "keep" and os.listdir(run) == []
 
 
 def test_python_api_refuses_then_overwrites(tmp_path):

@@ -91,11 +91,11 @@ def test_no_history_raises(tmp_path):
 
 @pytest.mark.parametrize("broken, match", [
     ("history", "column 'loss' holds 'abc'"),
-    ("result", "cannot read .*result.json"),
+    ("result", "result.json: error: not a result pinnspec wrote: not JSON"),
     ("npz-shape", "prediction \\(9, 1\\) must be \\[N, F\\] with N = 10 points"),
     ("npz-reference-shape", "reference \\(10, 2\\) and prediction \\(10, 1\\) must both be \\[N, F\\]"),
     ("npz-keys", "lacks prediction"),
-    ("npz-garbage", "cannot read .*predictions.npz"),
+    ("npz-garbage", "predictions.npz: error: cannot read it"),
 ])
 def test_unreadable_files_raise_value_error(tmp_path, broken, match):
     run = make_run(tmp_path, np.linspace(0, 1, 10)[:, None])
