@@ -81,6 +81,14 @@ class Scope:
     in_report: bool = False  # inside a report's integral(...) or mean(...)
 
 
+class _TooDeep(Exception):
+    """Lowering stopped at ``node``, nested past MAX_NESTING levels (reported once, where it is caught)."""
+
+    def __init__(self, node: A.Expr):
+        super().__init__(node)
+        self.node = node
+
+
 class ExprLowering:
     def __init__(self, diag: Collector):
         self.diag = diag
@@ -93,8 +101,7 @@ class ExprLowering:
         if self._depth == 0:
             return self._lower_outermost(node, scope)
         if self._depth > MAX_NESTING:
-            self.diag.error(node.span, _too_deep(f"more than {MAX_NESTING}"))
-            return None
+            raise _TooDeep(node)
         self._depth += 1
         try:
             return getattr(self, "_" + type(node).__name__)(node, scope)
@@ -105,6 +112,9 @@ class ExprLowering:
         self._depth = 1
         try:
             value = getattr(self, "_" + type(node).__name__)(node, scope)
+        except _TooDeep as deep:
+            self.diag.error(deep.node.span, _too_deep(f"more than {MAX_NESTING}"))
+            return None
         except RecursionError:  # within MAX_NESTING levels SymPy should not get here; say so if it does
             self.diag.error(node.span, _too_deep("too many"))
             return None
