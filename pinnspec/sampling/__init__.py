@@ -28,7 +28,8 @@ from ._regions import (PointSet, box_points, domain_points, face_counts, farthes
                        inside_domain, outside_domain, sample_region, uniform_interior_points)
 from ._table import (METHODS as TABLE_METHODS, TableColumnError, TableColumns, TableInterpolator, table_columns,
                      table_interpolator)
-from ._data import DataFileError, FileColumns, column_mapping, load_data, load_reference, match_columns, read_columns, read_file_columns
+from ._data import (DataFileError, FileColumns, column_mapping, load_data, load_reference, match_columns, read_columns,
+                    read_file_columns)
 from ._comsol import ComsolTable, read_comsol, read_comsol_header
 from ._point_plan import PlannedSet, PointPlan
 from ._adaptive import R3, RAD, RARD, AdaptiveSampler, r3_retained, rad_choice, rad_weights

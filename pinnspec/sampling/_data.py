@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import ir
 from ._comsol import ComsolTable, read_comsol
-from ._datafile import DataFileError, first_content_line, parse_number_rows, quoted, read_npz, read_text_lines
+from ._datafile import DataFileError, first_content_line, listed, parse_number_rows, quoted, read_npz, read_text_lines
 
 __all__ = ["DataFileError", "FileColumns", "column_mapping", "load_data", "load_reference", "match_columns",
            "read_columns", "read_file_columns"]
@@ -167,10 +167,6 @@ def _by_name(wanted: str, names: Sequence[str], layout: FileColumns) -> str | No
                             f"ignoring case; rename all but one", layout.header_line)
     return alike[0] if alike else None
 
-
-def listed(names: Sequence[str]) -> str:
-    """A file's column names for a message (each cut to a few characters), or "none"."""
-    return ", ".join(quoted(name)[1:-1] for name in names) or "none"
 
 
 def _order_refusal(layout: FileColumns, coordinates: Sequence[ir.Coordinate | str], wanted: list[str],

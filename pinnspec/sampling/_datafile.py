@@ -21,13 +21,15 @@ import zlib
 
 import numpy as np
 
-__all__ = ["DataFileError", "first_content_line", "parse_number_rows", "quoted", "read_npz", "read_text_lines"]
+__all__ = ["DataFileError", "first_content_line", "listed", "parse_number_rows", "quoted", "read_npz",
+           "read_text_lines"]
 
 #: what a data file may be, for the messages that refuse one
 EXPECTED_FORMATS = ("a CSV (a header line of column names, then rows of numbers), an .npz written by "
                     "numpy.savez, or a COMSOL text export")
 _CONTROL_BYTE = re.compile(rb"[\x00-\x08\x0e-\x1f]")  # not in text: tab, LF, VT, FF and CR are
 _QUOTED_LENGTH = 24  # characters of a file's content a message quotes at most
+_LISTED_NAMES = 12  # column names a message lists at most
 # A deflate stream expands at most ~1032 times: a member claiming more was not written by numpy.savez.
 _MAX_DEFLATE_RATIO = 1100
 
@@ -46,6 +48,12 @@ class DataFileError(ValueError):
 def quoted(text: str) -> str:
     """``text`` quoted for a message, cut to a few characters (a message never quotes a file at length)."""
     return repr(text if len(text) <= _QUOTED_LENGTH else text[:_QUOTED_LENGTH] + "...")
+
+
+def listed(names) -> str:
+    """A file's column names for a message: the first few, each cut to a few characters; "none" for none."""
+    shown = ", ".join(quoted(name)[1:-1] for name in names[:_LISTED_NAMES]) or "none"
+    return shown if len(names) <= _LISTED_NAMES else f"{shown}, ... ({len(names)} columns)"
 
 
 # ---------------------------------------------------------------------- text
@@ -88,7 +96,7 @@ def parse_number_rows(path: str, lines: list[str], first: int, column_count: int
     line among the rows raises DataFileError naming the line and the column.  ``column_names`` and
     ``names_line`` make the messages say which column and where the names are."""
     if names_line:
-        names = f" ({', '.join(quoted(n)[1:-1] for n in column_names)})" if column_names else ""
+        names = f" ({listed(column_names)})" if column_names else ""
         counted = f"line {names_line} names {column_count} columns{names}"
     else:
         counted = f"the first row has {column_count} values"

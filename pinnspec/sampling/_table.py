@@ -26,8 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ._data import FileColumns, _by_name, _read_table, _stack, listed
-from ._datafile import DataFileError
+from ._data import FileColumns, _by_name, _read_table, _stack
+from ._datafile import DataFileError, listed
 
 __all__ = ["METHODS", "TableColumns", "TableColumnError", "TableInterpolator", "load_table", "table_columns",
            "table_interpolator"]
