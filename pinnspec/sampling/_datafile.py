@@ -32,6 +32,9 @@ _QUOTED_LENGTH = 24  # characters of a file's content a message quotes at most
 _LISTED_NAMES = 12  # column names a message lists at most
 # A deflate stream expands at most ~1032 times: a member claiming more was not written by numpy.savez.
 _MAX_DEFLATE_RATIO = 1100
+# What zipfile and numpy raise for a damaged archive: a bad zip, an unknown compression method or zip version
+# (NotImplementedError), an encrypted member (RuntimeError), a stream that ends early, a bad .npy header.
+_UNREADABLE_ZIP = (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error, NotImplementedError, RuntimeError)
 
 
 class DataFileError(ValueError):
@@ -158,7 +161,7 @@ def read_npz(path: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as npz:
             return {name: np.asarray(npz[name]) for name in npz.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error) as exc:
+    except _UNREADABLE_ZIP as exc:
         raise DataFileError(path, f"not a readable .npz archive ({_short(exc)}); write it again with "
                             f"numpy.savez") from None
 
@@ -199,7 +202,7 @@ def _check_npz_sizes(path: str) -> None:
                 if claimed != held:
                     raise DataFileError(path, f"the array '{name}' claims {count:,} values of {dtype} "
                                         f"({claimed:,} bytes), but the file holds {held:,} bytes of it: {damaged}")
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error) as exc:
+    except _UNREADABLE_ZIP as exc:
         if isinstance(exc, DataFileError):
             raise
         raise DataFileError(path, f"not a readable .npz archive ({_short(exc)}): {damaged}") from None
