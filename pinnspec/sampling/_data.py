@@ -140,7 +140,9 @@ def _comsol_layout(table: ComsolTable) -> FileColumns:
 def read_columns(path: str | os.PathLike) -> dict[str, np.ndarray]:
     """Every column of a data file, by name: CSV (header names), NPZ (array
     names), a COMSOL export (long form: ``x[, y, z][, t], outputs``; see
-    :func:`read_comsol`) or a plain number table (``column1``, ...)."""
+    :func:`read_comsol`) or a plain number table (``column1``, ...); the
+    arrays are read-only (shared by every reader of the file: copy one to
+    change it)."""
     return dict(_read_table(os.fspath(path))[0])
 
 
