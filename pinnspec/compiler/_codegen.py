@@ -35,6 +35,12 @@ _TORCH_FUNCTIONS = {
 }
 
 
+#: a sum of more terms prints as parenthesised groups of _SUM_GROUP terms: Python's compiler recurses once per
+#: operator of a chain and fails near 2,500 (a spec's expressions may have 10,000 terms, docs/language.md)
+_LONG_SUM = 2000
+_SUM_GROUP = 1000
+
+
 class TorchKernelPrinter(StrPrinter):
     """SymPy -> torch expression source; constant subexpressions become floats."""
 
@@ -62,6 +68,13 @@ class TorchKernelPrinter(StrPrinter):
                 return f"-{body}"
             return f"({value!r})*{body}"
         return super()._print_Mul(expr)
+
+    def _print_Add(self, expr, order=None):
+        terms = self._as_ordered_terms(expr, order=order)
+        if len(terms) <= _LONG_SUM:
+            return super()._print_Add(expr, order=order)
+        groups = (sympy.Add(*terms[i:i + _SUM_GROUP], evaluate=False) for i in range(0, len(terms), _SUM_GROUP))
+        return " + ".join(f"({super(TorchKernelPrinter, self)._print_Add(group)})" for group in groups)
 
     def _print_Symbol(self, expr):
         raise KeyError(f"no kernel input for the symbol {expr}")

@@ -49,10 +49,12 @@ class Node:
                         yield item
 
     def walk(self):
-        """This node and every node below it, depth first."""
-        yield self
-        for child in self.children():
-            yield from child.walk()
+        """This node and every node below it, depth first (without recursion: trees of any depth)."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(list(node.children())))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import sympy
 
 from .. import ir
 from ..registry import did_you_mean
+from ..sampling import load_data, read_file_columns
 from . import _ast as A
 from ._context import Context
 from ._expr import Scope, uses_call
@@ -228,14 +229,7 @@ def _data(ctx: Context, st: A.Data) -> None:
         ok = False
     path = st.path.value
     full = path if os.path.isabs(path) else os.path.join(ctx.base_dir, path)
-    columns = _data_columns(ctx, full, st.path)
-    if columns is not None and ok:
-        needed = [c.name for c in ctx.coordinates] + names
-        for col in needed:
-            if col not in columns:
-                ctx.diag.error(st.path.span, f"the data file '{path}' has no column '{col}' "
-                               f"(its columns are: {', '.join(columns) or 'none'})")
-                ok = False
+    readable = _check_data_file(ctx, full, st.path, names if ok else None)
     noise = None
     for key, value in st.options:
         if key.name != "noise":
@@ -252,28 +246,24 @@ def _data(ctx: Context, st: A.Data) -> None:
             ok = False
         else:
             noise = float(value.text)
-    if ok and columns is not None:
+    if ok and readable:
         residuals = [ctx.field_exprs[f] - ir.observed(f) for f in names]
         _add_condition(ctx, st, "data", ir.DataPoints(path, tuple(names), noise), residuals)
 
 
-def _data_columns(ctx: Context, full: str, node: A.String) -> list[str] | None:
+def _check_data_file(ctx: Context, full: str, node: A.String, fields: list[str] | None) -> bool:
+    """Read the data file as training will (every row: finite numbers, one value per column; at least one
+    row; the coordinates' and ``fields``' columns, when the fields are known); False, reported, when it
+    cannot be used."""
     if not os.path.isfile(full):
         ctx.diag.error(node.span, f"the data file '{node.value}' does not exist (looked for {full})")
-        return None
-    ext = os.path.splitext(full)[1].lower()
+        return False
     try:
-        if ext == ".csv":
-            with open(full, encoding="utf-8") as fh:
-                header = fh.readline()
-            return [c.strip().strip('"') for c in header.strip().split(",") if c.strip()]
-        if ext == ".npz":
-            import numpy as np
-
-            with np.load(full) as data:
-                return list(data.files)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        ctx.diag.error(node.span, f"cannot read the data file '{node.value}': {exc}")
-        return None
-    ctx.diag.error(node.span, f"unsupported data file type '{ext or node.value}': use .csv (with a header line) or .npz")
-    return None
+        if fields is None:
+            read_file_columns(full)
+        else:
+            load_data(full, ctx.coordinates, fields)
+    except ValueError as exc:
+        ctx.diag.error(node.span, str(exc))
+        return False
+    return True

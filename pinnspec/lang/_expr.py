@@ -55,6 +55,10 @@ REPORT_CALLS = ("integral", "mean")
 TABLE_SUFFIX = "^table"
 
 _LARGEST_EXPONENT10 = 300  # constants beyond 1e300 are refused (they would overflow float64)
+#: how many levels an expression may nest (calls, powers, products inside sums inside calls, ...; docs/language.md,
+#: "Limits").  A chain of + and -, of * and /, or of unary minuses is one level however long: it is built flat.
+#: SymPy, and the code generated from it, recurse once per level.
+MAX_NESTING = 100
 
 
 @dataclass
@@ -77,14 +81,51 @@ class Scope:
     in_report: bool = False  # inside a report's integral(...) or mean(...)
 
 
+class _TooDeep(Exception):
+    """Lowering stopped at ``node``, nested past MAX_NESTING levels (reported once, where it is caught)."""
+
+    def __init__(self, node: A.Expr):
+        super().__init__(node)
+        self.node = node
+
+
 class ExprLowering:
     def __init__(self, diag: Collector):
         self.diag = diag
+        self._depth = 0  # the nesting level of the node being lowered (0: none is)
 
     # ------------------------------------------------------------------ entry
     def lower(self, node: A.Expr, scope: Scope) -> sympy.Expr | None:
-        method = getattr(self, "_" + type(node).__name__)
-        return method(node, scope)
+        """The SymPy value of ``node``, or None with the errors reported.  An expression nesting more than
+        :data:`MAX_NESTING` levels (counting the lets it uses) is an error located at it."""
+        if self._depth == 0:
+            return self._lower_outermost(node, scope)
+        if self._depth > MAX_NESTING:
+            raise _TooDeep(node)
+        self._depth += 1
+        try:
+            return getattr(self, "_" + type(node).__name__)(node, scope)
+        finally:
+            self._depth -= 1
+
+    def _lower_outermost(self, node: A.Expr, scope: Scope) -> sympy.Expr | None:
+        self._depth = 1
+        try:
+            value = getattr(self, "_" + type(node).__name__)(node, scope)
+        except _TooDeep as deep:
+            self.diag.error(deep.node.span, _too_deep(f"more than {MAX_NESTING}"))
+            return None
+        except RecursionError:  # within MAX_NESTING levels SymPy should not get here; say so if it does
+            self.diag.error(node.span, _too_deep("too many"))
+            return None
+        finally:
+            self._depth = 0
+        if value is not None:
+            depth = nesting_depth(value)
+            if depth > MAX_NESTING:
+                self.diag.error(node.span, _too_deep(f"{depth}", " (counting the lets it uses)"))
+                return None
+        return value
 
     # ------------------------------------------------------------------ leaves
     def _Number(self, node: A.Number, scope: Scope):
@@ -210,26 +251,20 @@ class ExprLowering:
 
     # ------------------------------------------------------------------ operators
     def _Neg(self, node: A.Neg, scope: Scope):
-        value = self.lower(node.operand, scope)
-        return None if value is None else -value
+        negations = 0
+        while isinstance(node, A.Neg):  # a chain of unary minuses, however long, is one level
+            negations += 1
+            node = node.operand
+        value = self.lower(node, scope)
+        return None if value is None else -value if negations % 2 else value
 
     def _BinOp(self, node: A.BinOp, scope: Scope):
+        if node.op != "^":
+            return self._chain(node, scope)
         left = self.lower(node.left, scope)
         right = self.lower(node.right, scope)
         if left is None or right is None:
             return None
-        if node.op == "+":
-            return left + right
-        if node.op == "-":
-            return left - right
-        if node.op == "*":
-            return left * right
-        if node.op == "/":
-            if right.is_zero:
-                self.diag.error(node.right.span, "division by zero")
-                return None
-            return left / right
-        # power
         if left.is_number and right.is_number:
             try:
                 magnitude = abs(float(right)) * math.log10(max(abs(complex(left)), 1e-300))
@@ -242,6 +277,35 @@ class ExprLowering:
                 self.diag.error(node.span, "division by zero (0 to a negative power)")
                 return None
         return left**right
+
+    def _chain(self, node: A.BinOp, scope: Scope):
+        """``a + b - c ...`` or ``a * b / c ...``, however many operands, lowered left to right without
+        recursing.  A sum is built flat (``sympy.Add``: what adding pairwise gives, in one step); a product
+        pairwise from the left, as written (``-a*(b + c)`` distributes the -a, as SymPy does for two
+        factors)."""
+        ops = ("+", "-") if node.op in ("+", "-") else ("*", "/")
+        operands: list[tuple[str, A.Expr]] = []  # right to left
+        while isinstance(node, A.BinOp) and node.op in ops:
+            operands.append((node.op, node.right))
+            node = node.left
+        first = self.lower(node, scope)
+        values = []
+        for op, operand in reversed(operands):
+            value = self.lower(operand, scope)
+            if value is not None and op == "/" and value.is_zero:
+                self.diag.error(operand.span, "division by zero")
+                value = None
+            if value is not None and op == "-":
+                value = -value
+            values.append((op, value))
+        if first is None or any(value is None for _, value in values):
+            return None
+        if ops[0] == "+":
+            return sympy.Add(first, *(value for _, value in values))
+        product = first
+        for op, value in values:
+            product = product * value if op == "*" else product / value
+        return product
 
     # ------------------------------------------------------------------ calls
     def _Call(self, node: A.Call, scope: Scope):
@@ -402,6 +466,28 @@ def keyword_arguments(diag: Collector, call: A.Call, known: list[str] | dict, na
         else:
             given[key] = kw
     return given, ok
+
+
+def nesting_depth(value: sympy.Basic) -> int:
+    """The levels of a SymPy expression (a symbol or number: 1), counted without recursion."""
+    depth: dict[int, int] = {}
+    stack = [(value, False)]
+    while stack:
+        expr, visited = stack.pop()
+        if id(expr) in depth:
+            continue
+        if visited or not expr.args:
+            depth[id(expr)] = 1 + max((depth[id(a)] for a in expr.args), default=0)
+            continue
+        stack.append((expr, True))
+        stack.extend((a, False) for a in expr.args if id(a) not in depth)
+    return depth[id(value)]
+
+
+def _too_deep(levels: str, counted: str = "") -> str:
+    return (f"this expression nests {levels} levels deep{counted}; pinnspec accepts at most {MAX_NESTING} "
+            f"(SymPy, which it builds on, recurses once per level; a chain of + and -, of * and /, or of unary "
+            f"minuses is one level however long): write it with fewer levels, e.g. expand a nested power or product")
 
 
 def tables_in(value: sympy.Expr) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer_NonRecursive, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from . import _ast as A
@@ -94,7 +94,7 @@ def _string(tok: Token) -> A.String:
 
 
 @v_args(meta=True)
-class ToAst(Transformer):
+class ToAst(Transformer_NonRecursive):
     """Lark parse tree -> frozen AST nodes (:mod:`pinnspec.lang._ast`)."""
 
     # expressions

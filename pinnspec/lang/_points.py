@@ -8,7 +8,7 @@ import os
 import sympy
 
 from .. import ir
-from ..sampling import column_mapping, read_file_columns
+from ..sampling import load_reference
 from . import _ast as A
 from ._context import Context
 from ._training import call_setting, validated_call
@@ -96,8 +96,8 @@ def reference(ctx: Context, by_kind) -> ir.Reference | None:
             if not os.path.isfile(full):
                 ctx.diag.error(st.path.span, f"the reference file '{st.path.value}' does not exist (looked for {full})")
                 return None
-            try:  # the header only: the columns must match the coordinates and fields
-                column_mapping(read_file_columns(full), ctx.coordinates, ctx.fields)
+            try:  # read as training will: every row checked, the columns matched to the coordinates and fields
+                load_reference(full, ctx.coordinates, ctx.fields)
             except ValueError as exc:
                 ctx.diag.error(st.path.span, str(exc))
                 return None

@@ -65,12 +65,16 @@ class ReportLowering:
     # ------------------------------------------------------------------ structure
     @staticmethod
     def _reductions(node: A.Node) -> list[A.Call]:
-        """The outermost integral(...) / mean(...) calls of the report's expression, left to right."""
-        if isinstance(node, A.Call) and node.func.name in REPORT_CALLS and not node.bare:
-            return [node]
+        """The outermost integral(...) / mean(...) calls of the report's expression, left to right (found
+        without recursion: expressions of any depth)."""
         found = []
-        for child in node.children():
-            found.extend(ReportLowering._reductions(child))
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if isinstance(current, A.Call) and current.func.name in REPORT_CALLS and not current.bare:
+                found.append(current)
+            else:
+                stack.extend(reversed(list(current.children())))
         return found
 
     def _space_dimension_ok(self, st: A.Report) -> bool:
@@ -195,16 +199,24 @@ class ReportLowering:
 
 
 def _replace_calls(node, integral_indices: dict[int, int]):
-    """The expression with each integral(...) / mean(...) call (by identity) replaced by the name of its integral symbol."""
-    if id(node) in integral_indices:
-        return A.Name(_integral_name(integral_indices[id(node)]), node.span)
-    if not isinstance(node, A.Node):
-        return node
-    changes = {}
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
-        if isinstance(value, A.Node):
-            changes[f.name] = _replace_calls(value, integral_indices)
-        elif isinstance(value, tuple) and any(isinstance(v, A.Node) for v in value):
-            changes[f.name] = tuple(_replace_calls(v, integral_indices) for v in value)
-    return dataclasses.replace(node, **changes) if changes else node
+    """The expression with each integral(...) / mean(...) call (by identity) replaced by the name of its integral
+    symbol; rebuilt bottom up without recursion (expressions of any depth)."""
+    rebuilt: dict[int, A.Node] = {}  # id of a node -> the node rebuilt
+    stack: list[tuple[A.Node, bool]] = [(node, False)]
+    while stack:
+        current, children_done = stack.pop()
+        if id(current) in integral_indices:
+            rebuilt[id(current)] = A.Name(_integral_name(integral_indices[id(current)]), current.span)
+        elif not children_done:
+            stack.append((current, True))
+            stack.extend((child, False) for child in current.children())
+        else:
+            changes = {}
+            for f in dataclasses.fields(current):
+                value = getattr(current, f.name)
+                if isinstance(value, A.Node):
+                    changes[f.name] = rebuilt[id(value)]
+                elif isinstance(value, tuple) and any(isinstance(v, A.Node) for v in value):
+                    changes[f.name] = tuple(rebuilt[id(v)] if isinstance(v, A.Node) else v for v in value)
+            rebuilt[id(current)] = dataclasses.replace(current, **changes) if changes else current
+    return rebuilt[id(node)]

@@ -9,7 +9,9 @@ coordinate order (space coordinates, then time).
 
 Reference and data files: CSV, NPZ, and COMSOL text exports (``read_comsol``: steady and wide
 time-dependent tables, expanded to rows); ``load_reference`` matches their columns to a spec's
-coordinates and fields by name, else by order.
+coordinates and fields by name, else by order.  Every file is read whole and checked (finite numbers,
+one value per column in every row, NPZ sizes against the file) by the same functions for ``check`` and
+for training; a problem is a ``DataFileError``, ``PATH:LINE: what is wrong``.
 
 Samplers (registered in :data:`pinnspec.registry.SAMPLERS`): ``lhs``,
 ``uniform``, ``sobol``, ``halton``, ``grid``, ``hammersley``; each is
@@ -26,7 +28,8 @@ from ._regions import (PointSet, box_points, domain_points, face_counts, farthes
                        inside_domain, outside_domain, sample_region, uniform_interior_points)
 from ._table import (METHODS as TABLE_METHODS, TableColumnError, TableColumns, TableInterpolator, table_columns,
                      table_interpolator)
-from ._data import FileColumns, column_mapping, load_data, load_reference, match_columns, read_columns, read_file_columns
+from ._data import (DataFileError, FileColumns, column_mapping, load_data, load_reference, match_columns, read_columns,
+                    read_file_columns)
 from ._comsol import ComsolTable, read_comsol, read_comsol_header
 from ._point_plan import PlannedSet, PointPlan
 from ._adaptive import R3, RAD, RARD, AdaptiveSampler, r3_retained, rad_choice, rad_weights
@@ -55,6 +58,7 @@ __all__ = [
     "grid_points",
     "uniform_interior_points",
     "box_points",
+    "DataFileError",
     "load_data",
     "read_columns",
     "load_reference",

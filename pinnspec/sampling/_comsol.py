@@ -38,14 +38,13 @@ from typing import Mapping
 
 import numpy as np
 
+from ._datafile import DataFileError, parse_number_rows, quoted, read_text_lines
+
 __all__ = [
     "ComsolHeader",
     "ComsolTable",
     "read_comsol",
     "read_comsol_header",
-    "first_content_line",
-    "read_text_lines",
-    "parse_number_rows",
 ]
 
 TIME = "t"
@@ -143,85 +142,14 @@ class ComsolTable:
         return np.stack([self.columns[n] for n in self.names], axis=1)
 
 
-# ---------------------------------------------------------------------- text
-def read_text_lines(path: str) -> list[str]:
-    """The file's lines without line ends, read as UTF-8 (a BOM dropped), or
-    as latin-1 when it is not UTF-8 (COMSOL writes descriptions in the
-    machine's language)."""
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
-    # split on "\n" only: str.splitlines would also break at U+0085 and friends
-    return [line.rstrip("\r") for line in text.split("\n")]
-
-
-def first_content_line(path: str) -> str:
-    """The file's first non-blank line, stripped ("" when there is none), read
-    without loading the whole file (undecodable bytes replaced)."""
-    with open(path, "rb") as fh:
-        for raw in fh:
-            line = raw.decode("utf-8", errors="replace").lstrip("\ufeff").strip()
-            if line:
-                return line
-    return ""
-
-
-def parse_number_rows(path: str, lines: list[str], first: int, column_count: int,
-                      column_names: tuple[str, ...] | None = None, names_line: int | None = None) -> np.ndarray:
-    """The rows ``lines[first:]`` (whitespace-separated numbers, blank lines
-    skipped) as a [rows, column_count] float64 array.  A row of another
-    length, a value that is not a number or is not finite, or a ``%`` line
-    among the rows raises ValueError naming the file, the line and the
-    column.  ``column_names``/``names_line`` make the messages say which
-    column and where the names are."""
-    counted = f"the column line (line {names_line}) names {column_count} columns" if names_line \
-        else f"the first row has {column_count} values"
-    tokens: list[str] = []
-    row_lines: list[int] = []
-    for index in range(first, len(lines)):
-        line = lines[index].strip()
-        if not line:
-            continue
-        if line.startswith("%"):
-            raise ValueError(f"data file '{path}', line {index + 1}: a '%' line among the number rows "
-                             f"(expected only rows of numbers after the header; a sectionwise or grid COMSOL "
-                             f"export? export the data as a spreadsheet)")
-        values = line.split()
-        if len(values) != column_count:
-            raise ValueError(f"data file '{path}', line {index + 1}: {len(values)} values, but {counted}")
-        tokens.extend(values)
-        row_lines.append(index + 1)
-    try:
-        flat = np.array(tokens, dtype=np.float64)
-    except ValueError:
-        flat = None
-    if flat is None or not np.all(np.isfinite(flat)):
-        _raise_at_bad_value(path, tokens, row_lines, column_count, column_names)
-    return flat.reshape(len(row_lines), column_count)
-
-
-def _raise_at_bad_value(path, tokens, row_lines, column_count, column_names):
-    for position, token in enumerate(tokens):
-        try:
-            number = float(token)
-        except ValueError:
-            number = None
-        if number is None or not math.isfinite(number):
-            row, column = divmod(position, column_count)
-            named = f" ('{column_names[column]}')" if column_names else ""
-            found = "not a number" if number is None else "not finite"
-            raise ValueError(f"data file '{path}', line {row_lines[row]}, column {column + 1}{named}: "
-                             f"expected a finite number, found {token!r} ({found})")
-    raise AssertionError("unreachable: a value failed to parse but every token is a finite number")
-
-
 # -------------------------------------------------------------------- header
+def _error(where: tuple[str, int], reason: str) -> DataFileError:
+    return DataFileError(where[0], reason, where[1])
+
+
 def read_comsol_header(path: str | os.PathLike, lines: list[str] | None = None) -> ComsolHeader:
     """Parse the ``%`` header of a COMSOL export (reads the file unless
-    ``lines`` are given).  Raises ValueError, naming the file and the line,
+    ``lines`` are given).  Raises DataFileError, naming the file and the line,
     when there is no header, no column line, a column that cannot be read, a
     coordinate column with ``@``, outputs that do not share the same times, or
     times that do not increase."""
@@ -238,8 +166,8 @@ def read_comsol_header(path: str | os.PathLike, lines: list[str] | None = None) 
             first_data = index
             break
     if not header_lines:
-        raise ValueError(f"data file '{path}', line 1: not a COMSOL export (expected '%' header lines, "
-                         f"the last naming the columns, e.g. '% X  Y  u (1)')")
+        raise DataFileError(path, f"not a COMSOL export (expected '%' header lines, "
+                                  f"the last naming the columns, e.g. '% X  Y  u (1)')", 1)
     metadata: dict[str, str] = {}
     for index in header_lines[:-1]:
         match = _METADATA_LINE.match(lines[index].strip())
@@ -248,41 +176,41 @@ def read_comsol_header(path: str | os.PathLike, lines: list[str] | None = None) 
     column_index = header_lines[-1]
     column_text = lines[column_index].strip()
     if _METADATA_LINE.match(column_text):
-        raise ValueError(f"data file '{path}', line {column_index + 1}: expected the last '%' line to name the "
-                         f"columns (e.g. '% X  Y  u (1)'), found the metadata line {column_text!r}")
-    where = f"data file '{path}', line {column_index + 1}"
+        raise DataFileError(path, f"expected the last '%' line to name the columns (e.g. '% X  Y  u (1)'), "
+                                  f"found the metadata line {quoted(column_text)}", column_index + 1)
+    where = (path, column_index + 1)
     columns = _parse_column_line(column_text[1:], where)
     space_count = _space_count(metadata, columns, where)
     space = tuple(c.name.lower() for c in columns[:space_count])
     for c in columns[:space_count]:
         if c.at:
-            raise ValueError(f"{where}, column {c.number} ({c.text!r}): a coordinate column (the first "
-                             f"{space_count}, by 'Dimension') cannot carry '@ ...'")
+            raise _error(where, f"column {c.number} ({c.text!r}): a coordinate column (the first "
+                                f"{space_count}, by 'Dimension') cannot carry '@ ...'")
     _check_distinct(space, where, "coordinate")
     outputs_columns = columns[space_count:]
     if not outputs_columns:
-        raise ValueError(f"{where}: no output columns after the {space_count} coordinate column(s) "
-                         f"(expected e.g. '% X  Y  u (1)')")
+        raise _error(where, f"no output columns after the {space_count} coordinate column(s) "
+                            f"(expected e.g. '% X  Y  u (1)')")
     sweep, constants = _sweep_of(outputs_columns, where)
     outputs, output_columns, sweep_values = _group_outputs(outputs_columns, sweep, where)
     for name in outputs:
         if name in space or name == sweep:
-            raise ValueError(f"{where}: the output '{name}' has the name of a coordinate column")
+            raise _error(where, f"the output '{name}' has the name of a coordinate column")
     if sweep in space:
-        raise ValueError(f"{where}: the swept parameter '{sweep}' has the name of a coordinate column")
+        raise _error(where, f"the swept parameter '{sweep}' has the name of a coordinate column")
     header = ComsolHeader(path=path, metadata=metadata, space=space, outputs=outputs, sweep=sweep,
                           sweep_values=sweep_values, constants=constants, column_line=column_index + 1,
                           column_count=len(columns), first_data_line=first_data + 1 if first_data < len(lines) else 0,
                           output_columns=output_columns)
     declared = header.declared_count("Expressions")
     if declared is not None and declared != len(outputs_columns):
-        raise ValueError(f"data file '{path}', line {_metadata_line(lines, header_lines, 'Expressions')}: "
-                         f"'Expressions: {declared}', but the column line (line {column_index + 1}) has "
-                         f"{len(outputs_columns)} output columns")
+        raise DataFileError(path, f"'Expressions: {declared}', but the column line (line {column_index + 1}) has "
+                                  f"{len(outputs_columns)} output columns",
+                            _metadata_line(lines, header_lines, "Expressions"))
     return header
 
 
-def _parse_column_line(text: str, where: str) -> list[_Column]:
+def _parse_column_line(text: str, where: tuple[str, int]) -> list[_Column]:
     columns: list[_Column] = []
     position = 0
     while True:
@@ -292,9 +220,9 @@ def _parse_column_line(text: str, where: str) -> list[_Column]:
             return columns
         match = _COLUMN.match(text, position)
         if not match or (match.end() < len(text) and not text[match.end()].isspace()):
-            raise ValueError(f"{where}, column {len(columns) + 1}: cannot read the column name at "
-                             f"{text[position:position + 30]!r} (expected 'name', 'name (unit)' or "
-                             f"'name (unit) @ t=value')")
+            raise _error(where, f"column {len(columns) + 1}: cannot read the column name at "
+                                f"{quoted(text[position:])} (expected 'name', 'name (unit)' or "
+                                f"'name (unit) @ t=value')")
         at = []
         for assignment in (match["at"] or "").split(","):
             if not assignment.strip():
@@ -303,23 +231,23 @@ def _parse_column_line(text: str, where: str) -> list[_Column]:
             try:
                 at.append((key, float(value)))
             except ValueError:
-                raise ValueError(f"{where}, column {len(columns) + 1} ({match[0]!r}): the value of '{key}' "
-                                 f"is not a number ({value!r})") from None
+                raise _error(where, f"column {len(columns) + 1} ({match[0]!r}): the value of '{key}' "
+                                    f"is not a number ({value!r})") from None
         columns.append(_Column(len(columns) + 1, match[0], match["name"], tuple(at)))
         position = match.end()
 
 
-def _space_count(metadata: Mapping[str, str], columns: list[_Column], where: str) -> int:
+def _space_count(metadata: Mapping[str, str], columns: list[_Column], where: tuple[str, int]) -> int:
     """How many leading columns are node coordinates: 'Dimension' when the
     header gives it, else the leading columns named x, y or z."""
     if "Dimension" in metadata:
         try:
             count = int(metadata["Dimension"])
         except ValueError:
-            raise ValueError(f"{where}: 'Dimension: {metadata['Dimension']}' is not an integer") from None
+            raise _error(where, f"'Dimension: {metadata['Dimension']}' is not an integer") from None
         if not 0 <= count < len(columns):
-            raise ValueError(f"{where}: 'Dimension: {count}', but the column line has {len(columns)} columns "
-                             f"(expected {count} coordinate columns, then at least one output)")
+            raise _error(where, f"'Dimension: {count}', but the column line has {len(columns)} columns "
+                                f"(expected {count} coordinate columns, then at least one output)")
         return count
     count = 0
     while count < len(columns) and columns[count].name.lower() in _SPACE_NAMES and not columns[count].at:
@@ -327,33 +255,33 @@ def _space_count(metadata: Mapping[str, str], columns: list[_Column], where: str
     return count
 
 
-def _check_distinct(names, where: str, what: str) -> None:
+def _check_distinct(names, where: tuple[str, int], what: str) -> None:
     seen = set()
     for name in names:
         if name in seen:
-            raise ValueError(f"{where}: the {what} column '{name}' appears twice")
+            raise _error(where, f"the {what} column '{name}' appears twice")
         seen.add(name)
 
 
-def _sweep_of(columns: list[_Column], where: str) -> tuple[str | None, dict[str, float]]:
+def _sweep_of(columns: list[_Column], where: tuple[str, int]) -> tuple[str | None, dict[str, float]]:
     """The parameter expanded into a column (``t`` whenever present, else one
     that takes several values) and the single-valued others."""
     keys = tuple(key for key, _ in columns[0].at)
     for c in columns:
         if tuple(key for key, _ in c.at) != keys:
             given = ", ".join(keys) or "no '@'"
-            raise ValueError(f"{where}, column {c.number} ({c.text!r}): expected the same '@' parameters as "
-                             f"column {columns[0].number} ({given})")
+            raise _error(where, f"column {c.number} ({c.text!r}): expected the same '@' parameters as "
+                                f"column {columns[0].number} ({given})")
     values = {key: [dict(c.at)[key] for c in columns] for key in keys}
     swept = [key for key in keys if key == TIME or len(set(values[key])) > 1]
     if len(swept) > 1:
-        raise ValueError(f"{where}: the columns sweep {' and '.join(swept)}; a file may sweep one parameter "
-                         f"(export one file per value of the others)")
+        raise _error(where, f"the columns sweep {' and '.join(swept)}; a file may sweep one parameter "
+                            f"(export one file per value of the others)")
     constants = {key: values[key][0] for key in keys if key not in swept}
     return (swept[0] if swept else None), constants
 
 
-def _group_outputs(columns: list[_Column], sweep: str | None, where: str):
+def _group_outputs(columns: list[_Column], sweep: str | None, where: tuple[str, int]):
     """Outputs in order of first appearance, each one's file column per sweep
     value, and the sweep values (the same, increasing, for every output)."""
     by_output: dict[str, list[tuple[float, _Column]]] = {}
@@ -365,13 +293,13 @@ def _group_outputs(columns: list[_Column], sweep: str | None, where: str):
     for name, entries in by_output.items():
         if sweep is None:
             if len(entries) > 1:
-                raise ValueError(f"{where}, column {entries[1][1].number} ({entries[1][1].text!r}): the output "
-                                 f"'{name}' appears twice (a steady export has one column per output)")
+                raise _error(where, f"column {entries[1][1].number} ({entries[1][1].text!r}): the output "
+                                    f"'{name}' appears twice (a steady export has one column per output)")
             continue
         for (before, _), (value, c) in zip(entries, entries[1:]):
             if not value > before:
-                raise ValueError(f"{where}, column {c.number} ({c.text!r}): {sweep}={value:g} comes after "
-                                 f"{sweep}={before:g} for the output '{name}'; expected increasing {sweep}")
+                raise _error(where, f"column {c.number} ({c.text!r}): {sweep}={value:g} comes after "
+                                    f"{sweep}={before:g} for the output '{name}'; expected increasing {sweep}")
         values = tuple(value for value, _ in entries)
         if name == first_output:
             sweep_values = values
@@ -380,8 +308,8 @@ def _group_outputs(columns: list[_Column], sweep: str | None, where: str):
             extra = [f"{v:g}" for v in values if v not in sweep_values]
             detail = "; ".join(part for part in (f"missing {sweep}={', '.join(missing)}" if missing else "",
                                                  f"extra {sweep}={', '.join(extra)}" if extra else "") if part)
-            raise ValueError(f"{where}: the output '{name}' is not given at the same {sweep} values as "
-                             f"'{first_output}' ({detail}); expected every output at every {sweep}")
+            raise _error(where, f"the output '{name}' is not given at the same {sweep} values as "
+                                f"'{first_output}' ({detail}); expected every output at every {sweep}")
     output_columns = {name: tuple(c.number - 1 for _, c in entries) for name, entries in by_output.items()}
     return tuple(by_output), output_columns, sweep_values
 
@@ -398,21 +326,22 @@ def _metadata_line(lines: list[str], header_lines: list[int], key: str) -> int:
 def read_comsol(path: str | os.PathLike) -> ComsolTable:
     """A COMSOL export in long form (see the module notes).  The rows must
     have as many values as the column line names, all finite numbers, and
-    as many rows as ``% Nodes:`` says; otherwise ValueError naming the file
+    as many rows as ``% Nodes:`` says; otherwise DataFileError naming the file
     and the line."""
     path = os.fspath(path)
     lines = read_text_lines(path)
     header = read_comsol_header(path, lines)
     if not header.first_data_line:
-        raise ValueError(f"data file '{path}': no rows after the header (expected one row of numbers per node)")
+        raise DataFileError(path, "no rows after the header (expected one row of numbers per node)",
+                            header.column_line)
     column_names = tuple(_wide_names(header))
     data = parse_number_rows(path, lines, header.first_data_line - 1, header.column_count,
                              column_names, header.column_line)
     nodes = data.shape[0]
     declared = header.declared_count("Nodes")
     if declared is not None and declared != nodes:
-        raise ValueError(f"data file '{path}': 'Nodes: {declared}' in the header, but the file has {nodes} rows "
-                         f"(lines {header.first_data_line} to the end); a truncated or edited file?")
+        raise DataFileError(path, f"'Nodes: {declared}' in the header, but the file has {nodes} rows (lines "
+                                  f"{header.first_data_line} to the end); a truncated or edited file?")
     steps = max(1, len(header.sweep_values))
     columns: dict[str, np.ndarray] = {}
     for i, name in enumerate(header.space):

@@ -27,6 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from ._data import FileColumns, _by_name, _read_table, _stack
+from ._datafile import DataFileError, listed
 
 __all__ = ["METHODS", "TableColumns", "TableColumnError", "TableInterpolator", "load_table", "table_columns",
            "table_interpolator"]
@@ -35,11 +36,12 @@ __all__ = ["METHODS", "TableColumns", "TableColumnError", "TableInterpolator", "
 METHODS = ("linear", "nearest")
 
 
-class TableColumnError(ValueError):
-    """A table's columns do not fit; ``argument`` names what the message is about: "file" or "column"."""
+class TableColumnError(DataFileError):
+    """A table's columns do not fit the spec (``PATH:LINE: reason``, the line naming the columns);
+    ``argument`` names what the message is about: "file" or "column"."""
 
-    def __init__(self, message: str, argument: str = "file"):
-        super().__init__(message)
+    def __init__(self, layout: FileColumns, reason: str, argument: str = "file"):
+        super().__init__(layout.source, reason, layout.header_line)
         self.argument = argument
 
 
@@ -58,43 +60,45 @@ def table_columns(layout: FileColumns, space: Sequence[str], time: str | None,
     """Match a file's columns to the spec's coordinates: by name (the same name, else the same ignoring
     case), the table spanning the space coordinates and, when the file has a column for it, time; else by
     order (the space coordinates[, time], then the value column).  The value column is ``column`` when
-    given, else the one column left.  TableColumnError says what does not fit."""
+    given, else the one column left.  TableColumnError says what does not fit (also when the spec has no
+    coordinates: a table has nothing to span)."""
     names = layout.names
-    source = layout.source
-    listed = ", ".join(names) or "none"
+    if not space and not time:
+        raise TableColumnError(layout, "a table's values vary over the spec's coordinates, and the spec declares "
+                               "none: add a 'space' or 'time' line")
     value = None
     if column is not None:
-        value = _by_name(column, names, source)
+        value = _by_name(column, names, layout)
         if value is None:
-            raise TableColumnError(f"the table file '{source}' has no column '{column}' (its columns are: {listed})",
+            raise TableColumnError(layout, f"no column '{column}' (the file's columns are: {listed(names)})",
                                    "column")
     candidates = [n for n in names if n != value]
-    found = {c: _by_name(c, candidates, source) for c in [*space, *([time] if time else [])]}
+    found = {c: _by_name(c, candidates, layout) for c in [*space, *([time] if time else [])]}
     if time and found[time] is None and layout.time_column in candidates:
         found[time] = layout.time_column  # a COMSOL export marks its time column
     for coordinate in found:
-        if value is not None and _by_name(coordinate, names, source) == value:
-            raise TableColumnError(f"column = \"{column}\" names the column of the coordinate '{coordinate}': "
-                                   "choose the column of values", "column")
+        if value is not None and _by_name(coordinate, names, layout) == value:
+            raise TableColumnError(layout, f"column = \"{column}\" names the column of the coordinate "
+                                   f"'{coordinate}': choose the column of values", "column")
     named = [c for c, col in found.items() if col is not None]
     if space and all(found[c] is not None for c in space) or not space and time and found[time] is not None:
         coordinates = [c for c in found if found[c] is not None]
         coordinate_columns = [found[c] for c in coordinates]
     elif named:
         missing = next(c for c in found if found[c] is None and (c in space))
-        raise TableColumnError(f"the table file '{source}' has no column '{missing}' (the coordinate '{missing}'; "
-                               f"its columns are: {listed}); a table spans the space coordinates "
-                               f"({', '.join(space)}), optionally with time")
+        raise TableColumnError(layout, f"no column '{missing}' (the coordinate '{missing}'; the file's columns "
+                               f"are: {listed(names)}); a table spans the space coordinates ({', '.join(space)}), "
+                               f"optionally with time")
     else:  # no column is named for a coordinate: by order
         coordinates, coordinate_columns = _by_order(layout, candidates, space, time, column is not None)
     if value is None:
         rest = [n for n in names if n not in coordinate_columns]
         if not rest:
-            raise TableColumnError(f"the table file '{source}' has no value column: its columns "
-                                   f"({listed}) are the coordinates {', '.join(coordinates)}")
+            raise TableColumnError(layout, f"no value column: the file's columns ({listed(names)}) are the "
+                                   f"coordinates {', '.join(coordinates)}; add a column of values")
         if len(rest) > 1:
-            raise TableColumnError(f"the table file '{source}' has several value columns ({', '.join(rest)}): "
-                                   f"choose one with column = \"{rest[0]}\"")
+            raise TableColumnError(layout, f"several value columns ({listed(rest)}): choose one with "
+                                   f"column = \"{rest[0]}\"")
         value = rest[0]
     return TableColumns(tuple(coordinates), tuple(coordinate_columns), value)
 
@@ -111,30 +115,28 @@ def _by_order(layout: FileColumns, candidates: list[str], space: Sequence[str], 
     first = spans[0]
     counts = " or ".join(str(len(c) + extra) for c in spans)
     what = " or ".join("(" + ", ".join(c + (["value"] if extra else [])) + ")" for c in spans)
-    raise TableColumnError(f"the table file '{layout.source}' has no column named for the coordinate '{first[0]}' "
-                           f"(its columns are: {', '.join(layout.names) or 'none'}); matched by order it needs "
-                           f"{counts} columns {what}, and it has {len(candidates) + (1 - extra)}")
+    raise TableColumnError(layout, f"no column named for the coordinate '{first[0]}' (the file's columns are: "
+                           f"{listed(layout.names)}); matched by order it needs {counts} columns {what}, and it has "
+                           f"{len(candidates) + (1 - extra)}")
 
 
 def load_table(path: str | os.PathLike, columns: TableColumns) -> tuple[np.ndarray, np.ndarray]:
     """``(points [N, k], values [N])`` float64 of a table file, checked: numbers, finite, at least two
-    distinct values of every coordinate, no two rows at one point.  ValueError says what is wrong."""
+    distinct values of every coordinate, no two rows at one point.  DataFileError says what is wrong."""
     path = os.fspath(path)
     data, layout = _read_table(path)
     mapping = dict(zip(columns.coordinates, columns.coordinate_columns))
     mapping[columns.value_column] = columns.value_column
-    points, values = _stack(layout.source, data, mapping, len(columns.coordinates))  # [N, k], [N, 1]
-    if not len(points):
-        raise ValueError(f"the table file '{path}' has no rows")
+    points, values = _stack(layout, data, mapping, len(columns.coordinates), "a table")  # [N, k], [N, 1]
     for j, name in enumerate(columns.coordinates):
         if len(np.unique(points[:, j])) < 2:
-            raise ValueError(f"every row of the table file '{path}' has {name} = {points[0, j]:g}: a table over "
-                             f"{name} needs at least two values of it")
+            raise DataFileError(path, f"every row has {name} = {points[0, j]:g}: a table over {name} needs at "
+                                f"least two values of it")
     distinct, first, counts = np.unique(points, axis=0, return_index=True, return_counts=True)
     if len(distinct) < len(points):
         row = int(first[np.argmax(counts > 1)])
         at = ", ".join(f"{n} = {v:g}" for n, v in zip(columns.coordinates, points[row]))
-        raise ValueError(f"the table file '{path}' has two rows at the same point ({at})")
+        raise DataFileError(path, f"two rows at the same point ({at}); expected one value per point")
     return points, values[:, 0]
 
 

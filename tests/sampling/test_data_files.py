@@ -60,8 +60,12 @@ def test_other_errors_are_clear(tmp_path):
         load_data(bad, COORDS, ("u",))
     nan = tmp_path / "nan.csv"
     nan.write_text("x,t,u\n0.1,0.2,nan\n")
-    with pytest.raises(ValueError, match="'u' has a non-finite"):
+    with pytest.raises(ValueError, match=r"nan.csv:2: column 3 \('u'\): expected a finite number, found 'nan'"):
         load_data(nan, COORDS, ("u",))
+    nan_npz = tmp_path / "nan.npz"
+    np.savez(nan_npz, x=np.zeros(3), t=np.zeros(3), u=np.array([0, np.inf, 1]))
+    with pytest.raises(ValueError, match="the column 'u' has a non-finite value \\(inf\\) at position 2 of 3"):
+        load_data(nan_npz, COORDS, ("u",))
     uneven = tmp_path / "uneven.npz"
     np.savez(uneven, x=np.zeros(3), t=np.zeros(3), u=np.zeros(4))
     with pytest.raises(ValueError, match="different lengths"):
