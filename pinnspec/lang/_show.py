@@ -14,38 +14,62 @@ from . import _ast as A
 # ------------------------------------------------------------------ AST
 
 
-def _sexpr(node: A.Node) -> str:
-    """An expression as a fully parenthesised prefix form: shows how it parsed."""
+def _leaf(node: A.Node) -> str | None:
+    """A node shown without its children, or None."""
     if isinstance(node, A.Number):
         return node.text
     if isinstance(node, A.Name):
         return node.id
     if isinstance(node, A.String):
         return f'"{node.value}"'
-    if isinstance(node, A.Neg):
-        return f"(neg {_sexpr(node.operand)})"
-    if isinstance(node, A.BinOp):
-        return f"({node.op} {_sexpr(node.left)} {_sexpr(node.right)})"
-    if isinstance(node, A.TupleExpr):
-        return "(tuple " + " ".join(_sexpr(i) for i in node.items) + ")"
-    if isinstance(node, A.KeywordArg):
-        return f"{node.name.name}={_sexpr(node.value)}"
-    if isinstance(node, A.Call):
-        if node.bare:
-            return node.func.name
-        parts = [_sexpr(a) for a in node.args] + [_sexpr(k) for k in node.kwargs]
-        return f"({node.func.name}" + "".join(" " + p for p in parts) + ")"
+    if isinstance(node, A.Call) and node.bare:
+        return node.func.name
     if isinstance(node, A.Ident):
         return node.name
     if isinstance(node, A.ShapeRef):
         return node.name.name
-    if isinstance(node, A.ShapeOp):
-        return f"({node.op} {_sexpr(node.left)} {_sexpr(node.right)})"
+    if isinstance(node, A.Duration):
+        return f"(duration {node.amount.text} {node.unit.name})"
+    return None
+
+
+def _parts(node: A.Node) -> tuple[str, tuple, str, str, str]:
+    """(head, children, tail, before each child, between children) of a node with children."""
+    if isinstance(node, A.Neg):
+        return "(neg ", (node.operand,), ")", "", ""
+    if isinstance(node, (A.BinOp, A.ShapeOp)):
+        return f"({node.op} ", (node.left, node.right), ")", "", " "
+    if isinstance(node, A.TupleExpr):
+        return "(tuple ", node.items, ")", "", " "
+    if isinstance(node, A.KeywordArg):
+        return f"{node.name.name}=", (node.value,), "", "", ""
+    if isinstance(node, A.Call):
+        return f"({node.func.name}", tuple(node.args) + tuple(node.kwargs), ")", " ", ""
     raise TypeError(type(node))
 
 
+def _sexpr(root: A.Node) -> str:
+    """An expression as a fully parenthesised prefix form: shows how it parsed (without recursion: expressions
+    may nest thousands deep)."""
+    shown: dict[int, str] = {}
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        leaf = _leaf(node)
+        if leaf is not None:
+            shown[id(node)] = leaf
+            continue
+        head, children, tail, before, between = _parts(node)
+        if children_done:
+            shown[id(node)] = head + between.join(before + shown[id(c)] for c in children) + tail
+        else:
+            stack.append((node, True))
+            stack.extend((child, False) for child in children)
+    return shown[id(root)]
+
+
 _EXPR_TYPES = (A.Number, A.Name, A.String, A.Neg, A.BinOp, A.TupleExpr, A.Call, A.KeywordArg, A.Ident,
-               A.ShapeRef, A.ShapeOp)
+               A.ShapeRef, A.ShapeOp, A.Duration)
 
 
 def format_ast(tree: A.SpecFile) -> str:

@@ -91,3 +91,13 @@ def test_check_prints_the_limit_without_a_traceback(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"{spec}:4:") and "Traceback" not in err and "RecursionError" not in err
     assert f"pinnspec accepts at most {MAX_NESTING}" in err.splitlines()[0]
+
+
+def test_show_ast_of_a_deep_expression(capsys, tmp_path):
+    """`pinnspec show --stage ast` prints a 5,000-deep expression (its printer does not recurse)."""
+    spec = tmp_path / "deep.pinn"
+    spec.write_text(HEAD + "equation pde: u_xx = " + "(" * 5000 + "-x" + ")" * 5000 + " + " + " + ".join(["x"] * 3000)
+                    + "\n")
+    assert main(["show", "--stage", "ast", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "(neg x)" in out and out.count("(+ ") == 3000
