@@ -9,7 +9,8 @@ What `strong` writes (each only where the spec does not say; see `recipe_choices
   budget of less than 3 minutes); a Fourier-feature network with a scale per coordinate where the problem's own
   data oscillate (a sin or cos of a coordinate with at least `OSCILLATING_PERIODS` periods across its interval,
   found symbolically in the conditions and the `let` definitions; never in a reference or an exact solution);
-* ``sampler rad(k = 1, c = 1)`` and ``resample every 500``; ``schedule cosine(lr_min = 1e-4)``;
+* ``sampler rad(k = 1, c = 1)`` and ``resample every 500``, at most 8,192 points at a time for an equation and 2,048
+  for another condition; ``schedule cosine(lr_min = 1e-4)``;
 * ``surgery config`` where the spec has observations with noise (`data ...: u, noise = 0.1`);
 * the stages: Adam (lr 5e-3) for 2,000 epochs, then a quasi-Newton finisher in float64 on points new every 500
   epochs: dense self-scaled Broyden while the network has at most `DENSE_PARAMETERS` parameters, L-BFGS beyond;
@@ -44,6 +45,9 @@ QUASI_NEWTON_EPOCHS = 4000
 #: a quasi-Newton stage under a time budget runs until the budget is spent, at most this many epochs
 QUASI_NEWTON_CAP = 100_000
 RESAMPLE_EVERY = 500
+#: with points drawn anew every `RESAMPLE_EVERY` epochs, at most this many at a time for an equation, and for
+#: another condition (the counts the wins on PINNacle's 3-D cases used: a quarter of PINNacle's there)
+EQUATION_POINTS, CONDITION_POINTS = 8192, 2048
 #: the weight of the equations' tasks where the observations carry noise
 NOISY_DATA_PDE_WEIGHT = 10
 #: a budget below this many seconds gets the smaller network
@@ -91,6 +95,12 @@ def recipe_choices(base, recipe: ir.CallSpec, taken: set[str], trial) -> list[Ch
         add("sampler", "sampler rad(k = 1, c = 1)",
             "residual-based adaptive distribution (Wu et al. 2023): new points drawn where the residual is large")
         add("resample", f"resample every {RESAMPLE_EVERY}", f"the points are drawn anew every {RESAMPLE_EVERY} epochs")
+    if adaptive and "points" not in taken and "resample" not in taken:
+        capped = _capped_points(problem)
+        if capped is not None:
+            add("points", f"points {capped}",
+                f"points new every {RESAMPLE_EVERY} epochs: at most {EQUATION_POINTS:,} at a time for an equation and "
+                f"{CONDITION_POINTS:,} for another condition, so that an epoch costs less and more of them fit")
     add("schedule", "schedule cosine(lr_min = 1e-4)", "the learning rate decays along a cosine to 1e-4 over each stage")
     if noisy:
         add("surgery", "surgery config",
@@ -123,6 +133,17 @@ def recipe_choices(base, recipe: ir.CallSpec, taken: set[str], trial) -> list[Ch
             "the run's wall-time budget: the stages share it (each but the last at most its share of what is "
             "left when it begins), the last runs until it is spent")
     return choices
+
+
+def _capped_points(problem: ir.Problem) -> str | None:
+    """The spec's point counts, each at most `EQUATION_POINTS` (equations) or `CONDITION_POINTS` (others), as a
+    `points` statement's text; None where none is over."""
+    kinds = {c.name: c.kind for c in problem.conditions}
+    counts = [(name, min(count, EQUATION_POINTS if kinds.get(name) == "equation" else CONDITION_POINTS), count)
+              for name, count in problem.sampling.points]
+    if all(capped == count for _, capped, count in counts):
+        return None
+    return ", ".join(f"{name} {capped}" for name, capped, _ in counts)
 
 
 def _duration_text(seconds: float) -> str:
