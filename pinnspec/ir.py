@@ -209,7 +209,9 @@ class Table:
                         coordinates, or the space coordinates and time);
     coordinate_columns: the file column holding each of them;
     value_column:       the file column of the values;
-    method:             "linear" (multilinear on a grid, Delaunay-linear on scattered points) | "nearest".
+    method:             "linear" (multilinear on a grid, Delaunay-linear on scattered points) | "nearest";
+    at:                 where the file is read: one expression of the spec's coordinates per coordinate the
+                        table spans (``table(..., at = ((x + 1)/2, (y + 1)/2))``); () reads it at the point.
     """
 
     name: str
@@ -218,10 +220,12 @@ class Table:
     coordinate_columns: tuple[str, ...]
     value_column: str
     method: str = "linear"
+    at: tuple[sympy.Expr, ...] = ()
 
     def __str__(self) -> str:
+        at = f", read at ({', '.join(map(str, self.at))})" if self.at else ""
         return (f'table "{self.path}" ({self.value_column} over {", ".join(self.coordinates)}, '
-                f'{self.method})')
+                f'{self.method}{at})')
 
 
 def observed(field_name: str) -> sympy.Symbol:

@@ -20,6 +20,7 @@ import os
 import sys
 
 import numpy as np
+import sympy
 import torch
 
 from .. import ir
@@ -266,8 +267,14 @@ class CompiledProblem:
             path = table.path if os.path.isabs(table.path) else os.path.join(self.ir.source_dir or ".", table.path)
             columns = TableColumns(table.coordinates, table.coordinate_columns, table.value_column)
             self._interpolators[name] = table_interpolator(path, columns, table.method)
+        x = np.asarray(x, dtype=np.float64)  # [N, d]
+        if table.at:  # read at expressions of the coordinates
+            symbols = [sympy.Symbol(c, real=True) for c in self.coordinates]
+            read = sympy.lambdify(symbols, list(table.at), modules="numpy")(*x.T)
+            at = np.column_stack([np.broadcast_to(np.asarray(v, dtype=np.float64), x.shape[:1]) for v in read])
+            return self._interpolators[name](at)  # [N]
         spanned = [self.coordinates.index(c) for c in table.coordinates]  # the table's coordinates in x
-        return self._interpolators[name](np.asarray(x, dtype=np.float64)[:, spanned])
+        return self._interpolators[name](x[:, spanned])
 
     # ================================================================== params
     def init_params(self, *, device="cpu", dtype=torch.float32) -> dict[str, torch.nn.Parameter]:

@@ -128,14 +128,16 @@ def let(ctx: Context, st: A.Let) -> None:
 
 
 def _table(ctx: Context, name: str, call: A.Call) -> sympy.Expr | None:
-    """``let NAME = table("FILE"[, method = M][, column = "C"])``: the file's columns matched to the
-    coordinates and its rows read and checked now (so that ``check`` reports a bad table)."""
+    """``let NAME = table("FILE"[, method = M][, column = "C"][, at = (E1, ...)])``: the file's columns matched to
+    the coordinates and its rows read and checked now (so that ``check`` reports a bad table); ``at``: where the
+    file is read, one expression of the coordinates per coordinate it spans (a file on [0, 1]^2 used on
+    [-1, 1]^2: ``at = ((x + 1)/2, (y + 1)/2)``)."""
     ok = True
     if len(call.args) != 1 or not isinstance(call.args[0], A.String):
         where = call.args[1].span if len(call.args) > 1 else call.args[0].span if call.args else call.span
         ctx.diag.error(where, 'table() takes one file name, as a quoted string: table("kappa.csv")')
         ok = False
-    options, fine = keyword_arguments(ctx.diag, call, ["method", "column"], "table")
+    options, fine = keyword_arguments(ctx.diag, call, ["method", "column", "at"], "table")
     ok = ok and fine
     method = METHODS[0]
     if "method" in options:
@@ -172,11 +174,29 @@ def _table(ctx: Context, name: str, call: A.Call) -> sympy.Expr | None:
     except (ValueError, OSError, UnicodeDecodeError) as exc:
         ctx.diag.error(node.span, str(exc))
         return None
+    at = _table_at(ctx, options.get("at"), columns.coordinates) if "at" in options else ()
+    if at is None:
+        return None
     ctx.tables[name] = ir.Table(name, node.value, columns.coordinates, columns.coordinate_columns,
-                                columns.value_column, method)
-    value = sympy.Function(name + TABLE_SUFFIX, real=True)(*(ctx.coord_symbols[c] for c in columns.coordinates))
+                                columns.value_column, method, at)
+    read = {s for e in at for s in e.free_symbols} if at else {ctx.coord_symbols[c] for c in columns.coordinates}
+    arguments = [symbol for symbol in ctx.coord_symbols.values() if symbol in read]  # what the value depends on
+    value = sympy.Function(name + TABLE_SUFFIX, real=True)(*arguments)
     ctx.table_values[value] = ir.table_value(name)
     return value
+
+
+def _table_at(ctx: Context, option: A.KeywordArg, spanned: tuple[str, ...]) -> tuple[sympy.Expr, ...] | None:
+    """``at = (E1, ...)``: one expression of the coordinates per coordinate the table spans; None (reported)."""
+    items = option.value.items if isinstance(option.value, A.TupleExpr) else (option.value,)
+    if len(items) != len(spanned):
+        ctx.diag.error(option.value.span, f"table(at = ...) gives {len(items)} expression(s), but the table spans "
+                       f"{len(spanned)} coordinate(s) ({', '.join(spanned)}): give one per coordinate, in that order, "
+                       f"e.g. at = ({', '.join(f'({c} + 1)/2' for c in spanned)})")
+        return None
+    scope = ctx.scope("table(at = ...)", fields=False, params=False, tables=False)
+    values = [ctx.expr.lower(item, scope) for item in items]
+    return None if any(v is None for v in values) else tuple(values)
 
 
 def symbols_from_tree(ctx: Context) -> None:
