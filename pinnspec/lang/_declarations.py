@@ -23,12 +23,17 @@ SINGLE = ("problem", "time", "domain", "sampler", "resample", "reference", "test
 CONDITION_STATEMENTS = (A.Equation, A.Initial, A.Boundary, A.Periodic, A.Data)
 
 
+#: special calls whose names a spec may also declare (a diffusivity `param d = 0.1`): the name alone is the
+#: declaration, `d(...)` the derivative
+DECLARABLE_CALLS = frozenset({"d"})
+
+
 def reserved_kind(name: str) -> str | None:
     if name in A.KEYWORDS:
         return "keyword"
     if name in CONSTANTS:
         return "built-in constant"
-    if name in BUILTIN_FUNCTIONS or name in SPECIAL_CALLS:
+    if name in BUILTIN_FUNCTIONS or name in SPECIAL_CALLS - DECLARABLE_CALLS:
         return "built-in function"
     if name == BOX:
         return "built-in shape: the space box"

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import sympy
 
 from pinnspec import ir
 from pinnspec.lang import loads, load
@@ -75,3 +76,12 @@ def test_a_field_of_some_coordinates_is_a_function_of_those_only():
     listed_all = loads("problem p\nspace x in [0, 1]\ntime t in [0, 1]\nfield u(t, x)\nequation pde: u_t = u_xx\n",
                        filename="ok.pinn")
     assert listed_all.ir.field_coordinates == ()  # every coordinate: a plain field
+
+
+def test_d_may_name_a_param_and_d_of_stays_the_derivative():
+    spec = loads(HEAD + "param d = 0.1\nequation pde: u_t = d*d(u_x, x)\n")
+    (residual,) = spec.ir.condition("pde").residuals
+    x, t = sympy.symbols("x t", real=True)
+    u = sympy.Function("u")(x, t)
+    assert sympy.simplify(residual - (u.diff(t) - sympy.Symbol("d", real=True) * u.diff(x, 2))) == 0
+    assert dict(spec.ir.params) == {"d": 0.1}
