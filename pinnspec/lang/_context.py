@@ -55,6 +55,7 @@ class Context:
     #: while lowering, a table is the function NAME^table of its coordinates (so that a derivative of it
     #: shows); the IR holds the per-point symbol ir.table_value(NAME) instead
     table_values: dict[sympy.Expr, sympy.Symbol] = field(default_factory=dict)
+    indicators: dict[str, sympy.Expr] = field(default_factory=dict)  # shape -> inside(shape) (`resolve_indicators`)
     conditions: dict[str, ir.Condition] = field(default_factory=dict)
     condition_kinds: dict[str, str] = field(default_factory=dict)
     hard_constraints: tuple[ir.HardConstraint, ...] = ()
@@ -90,6 +91,7 @@ class Context:
             normals=normals,
             field_names=tuple(self.fields),
             tables=tables,
+            indicators=self.indicators,
         )
 
     def constant(self, node: A.Expr, where: str) -> float | None:

@@ -13,8 +13,9 @@ from ..sampling import read_file_columns
 from ..sampling import TABLE_METHODS as METHODS, TableColumnError, table_columns, table_interpolator
 from . import _ast as A
 from ._context import Context
-from ._expr import BUILTIN_FUNCTIONS, CONSTANTS, SPECIAL_CALLS, TABLE_SUFFIX, keyword_arguments
-from ._geometry import BOX
+from ._expr import (BUILTIN_FUNCTIONS, CONSTANTS, INDICATOR_PREFIX, SPECIAL_CALLS, TABLE_SUFFIX, keyword_arguments,
+                    without_jumps)
+from ._geometry import BOX, indicator
 
 #: Statements a spec may hold at most once.
 SINGLE = ("problem", "time", "domain", "sampler", "resample", "reference", "test", "validate",
@@ -202,6 +203,29 @@ def _table_at(ctx: Context, option: A.KeywordArg, spanned: tuple[str, ...]) -> t
     scope = ctx.scope("table(at = ...)", fields=False, params=False, tables=False)
     values = [ctx.expr.lower(item, scope) for item in items]
     return None if any(v is None for v in values) else tuple(values)
+
+
+def resolve_indicators(ctx: Context, shapes: dict) -> None:
+    """The shapes are lowered: ``inside(SHAPE)`` in the lets (lowered before them) becomes the shape's indicator,
+    and later expressions get it directly (`Context.indicators`)."""
+    space = [ctx.coord_symbols[c] for c in ctx.space_names]
+    ctx.indicators = {name: value for name, shape in shapes.items() if (value := indicator(shape, space)) is not None}
+    for name, value in list(ctx.lets.items()):
+        if value is None:
+            continue
+        placeholders = {f for f in value.atoms(sympy.Function) if f.func.__name__.startswith(INDICATOR_PREFIX)}
+        if not placeholders:
+            continue
+        missing = sorted(f.func.__name__[len(INDICATOR_PREFIX):] for f in placeholders
+                         if f.func.__name__[len(INDICATOR_PREFIX):] not in ctx.indicators)
+        if missing:
+            ctx.diag.error(ctx.declared[name][1], f"inside({missing[0]}): '{missing[0]}' is not a box, a disk or "
+                           "ball, a half-space or a convex polygon (inside() is built for those; write the region "
+                           "as a union of them in several inside() terms)")
+            ctx.lets[name] = None
+            continue
+        resolved = value.subs({f: ctx.indicators[f.func.__name__[len(INDICATOR_PREFIX):]] for f in placeholders})
+        ctx.lets[name] = without_jumps(resolved.doit())
 
 
 def symbols_from_tree(ctx: Context) -> None:

@@ -48,7 +48,10 @@ BUILTIN_FUNCTIONS: dict[str, tuple[Callable, int, int | None]] = {
 }
 CONSTANTS = {"pi": sympy.pi, "e": sympy.E}
 #: calls with a meaning of their own (not functions of values)
-SPECIAL_CALLS = {"d", "lap", "dn", "normal", "pool", "table", "integral", "mean"}
+SPECIAL_CALLS = {"d", "lap", "dn", "normal", "pool", "table", "integral", "mean", "inside"}
+#: the SymPy function standing for ``inside(SHAPE)`` in a `let` lowered before the shapes are (replaced by the
+#: shape's indicator once they are: `resolve_indicators`)
+INDICATOR_PREFIX = "inside^"
 #: the reductions of a `report` (pinnspec.lang._report)
 REPORT_CALLS = ("integral", "mean")
 #: the suffix of the SymPy function standing for a coefficient table while a spec is lowered
@@ -79,6 +82,7 @@ class Scope:
     let_spans: dict[str, A.Span] = field(default_factory=dict)
     tables: bool = True  # whether coefficient tables may appear (not in 'exact': verify differentiates it)
     in_report: bool = False  # inside a report's integral(...) or mean(...)
+    indicators: dict[str, sympy.Expr] = field(default_factory=dict)  # shape -> inside(shape), once the shapes are lowered
 
 
 class _TooDeep(Exception):
@@ -326,6 +330,8 @@ class ExprLowering:
             return self._dn(node, scope)
         if name == "normal":
             return self._normal(node, scope)
+        if name == "inside":
+            return self._inside(node, scope)
         if name == "pool":
             self.diag.error(node.span, "pool(...) belongs in a 'loss' or 'grouping', not in an expression")
             return None
@@ -438,13 +444,39 @@ class ExprLowering:
                         "'boundary' condition or in a report's integral over a boundary part")
         return None
 
+    def _inside(self, node: A.Call, scope: Scope):
+        """``inside(SHAPE)``: 1 inside the shape, 0 outside, 1/2 on its boundary (a piecewise constant by region:
+        ``let k = 1 + 9*inside(core)``)."""
+        if len(node.args) != 1 or not isinstance(node.args[0], A.Name):
+            self.diag.error(node.span, "inside() takes one declared shape: inside(core)")
+            return None
+        shape = node.args[0].id
+        if scope.declared.get(shape, ("",))[0] != "shape":
+            shapes = [n for n, (kind, _) in scope.declared.items() if kind == "shape"]
+            hint = did_you_mean(shape, shapes)
+            more = f"; did you mean '{hint}'?" if hint else f" (shapes are: {', '.join(shapes) or 'none'})"
+            self.diag.error(node.args[0].span, f"inside() takes a declared shape, and '{shape}' is none{more}")
+            return None
+        if shape in scope.indicators:
+            return scope.indicators[shape]
+        return sympy.Function(INDICATOR_PREFIX + shape, real=True)(*(scope.coordinates[c] for c in scope.space))
+
     def _no_table_derivative(self, value: sympy.Expr, node: A.Call, scope: Scope):
-        """``value``, or None (reported at ``node``) when it holds a derivative of a coefficient table."""
+        """``value`` (the derivative of a jump, heaviside's, taken as 0: points fall on a jump with probability
+        0), or None (reported at ``node``) when it holds a derivative of a coefficient table."""
+        value = without_jumps(value)
         differentiated = [d.expr for d in value.atoms(sympy.Derivative) if tables_in(d.expr)]
         if not differentiated:
             return value
         self.diag.error(node.span, table_derivative_message(tables_in(differentiated[0])[0], f"{node.func.name}(...)"))
         return None
+
+
+def without_jumps(value: sympy.Expr) -> sympy.Expr:
+    """``value`` with the derivatives of jumps (DiracDelta and its derivatives, from heaviside, sign or inside())
+    taken as 0, their value away from the jump."""
+    return value.replace(lambda e: isinstance(e, sympy.DiracDelta), lambda e: sympy.Integer(0)) \
+        if value.has(sympy.DiracDelta) else value
 
 
 def keyword_arguments(diag: Collector, call: A.Call, known: list[str] | dict, name: str

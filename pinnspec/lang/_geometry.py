@@ -8,6 +8,7 @@ space box, named ``box``); the domain is their combination (:class:`pinnspec.ir.
 from __future__ import annotations
 
 import numpy as np
+import sympy
 
 from .. import geometry, ir
 from ..registry import did_you_mean
@@ -40,6 +41,30 @@ def _format(value) -> str:
     if isinstance(value, tuple):
         return "(" + ", ".join(_format(v) for v in value) + ")"
     return f"{value:g}"
+
+
+def indicator(shape: geometry.Primitive, space: list[sympy.Symbol]) -> sympy.Expr | None:
+    """``inside(SHAPE)`` as an expression of the space coordinates: 1 inside, 0 outside, 1/2 on the boundary
+    (products of heaviside); None for a shape it is not built for (a polygon that is not convex)."""
+    step = lambda e: sympy.Heaviside(e, sympy.Rational(1, 2))  # noqa: E731
+    number = sympy.nsimplify
+    if isinstance(shape, geometry.Box):
+        return sympy.Mul(*(step(c - number(lo)) * step(number(hi) - c) for c, lo, hi in zip(space, shape.lo, shape.hi)))
+    if isinstance(shape, geometry.Ball):
+        return step(number(shape.radius) ** 2 - sum((c - number(m)) ** 2 for c, m in zip(space, shape.center)))
+    if isinstance(shape, geometry.HalfSpace):
+        return step(number(shape.offset) - sum(number(n) * c for c, n in zip(space, shape.normal)))
+    if isinstance(shape, geometry.Polygon):
+        vertices = np.asarray(shape.vertices, dtype=np.float64)  # [V, 2]
+        edges = np.roll(vertices, -1, axis=0) - vertices  # [V, 2]
+        turns = edges[:, 0] * np.roll(edges, -1, axis=0)[:, 1] - edges[:, 1] * np.roll(edges, -1, axis=0)[:, 0]
+        if not (np.all(turns > 0) or np.all(turns < 0)):
+            return None
+        sign = 1 if np.all(turns > 0) else -1  # counter-clockwise: the inside is left of every edge
+        x, y = space
+        return sympy.Mul(*(step(sign * (number(e[0]) * (y - number(v[1])) - number(e[1]) * (x - number(v[0]))))
+                           for v, e in zip(vertices, edges)))
+    return None
 
 
 class GeometryLowering:

@@ -58,6 +58,7 @@ def _lowered(ctx: Context, geometry: GeometryLowering) -> ir.Problem | None:
     _declarations.finish_coordinates(ctx)
     for st in by_kind.get("shape", []):
         geometry.shape(st)
+    _declarations.resolve_indicators(ctx, geometry.shapes)
     for st in by_kind.get("domain", [])[:1]:
         geometry.domain_statement_lowered(st)
     _conditions.geometry_warnings(ctx, geometry, by_kind)
