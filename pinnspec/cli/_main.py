@@ -361,6 +361,11 @@ def _cmd_eval(args) -> int:
     trainer = load_run(run, device=args.device, out=None)  # every file checked: a bad one is one line
     result = trainer.result()
     saved = read_result(run) if os.path.isfile(os.path.join(run, "result.json")) else {}
+    if not trainer.evaluation.has_reference:
+        print(f"{run}: no reference: no test error (the spec has no 'reference' or 'exact' to test against; "
+              f"the kept checkpoint is the validation epoch with the lowest residual at held-out points, epoch "
+              f"{result.best_epoch})")
+        return EXIT_OK
     print(f"{run}: re-tested on {len(trainer.evaluation.test_points)} test points ({trainer.device})")
     for key, label in (("rel_l2", "best validation checkpoint"), ("rel_l2_final", "final model")):
         value = getattr(result, key)

@@ -8,7 +8,8 @@ import re
 import numpy as np
 
 from ._overlap import Series, add_note, draw_visibly
-from ._style import as_float, fmt, new_figure, no_data, readable_log_axis, set_epoch_limits, set_title
+from ._style import (as_float, fmt, kept_label, new_figure, no_data, readable_log_axis, set_epoch_limits,
+                     set_title)
 
 TASK_COLORS = ["black", "0.5", "saddlebrown", "darkslateblue", "darkolivegreen", "darkmagenta", "teal", "darkred"]
 
@@ -31,7 +32,7 @@ def _marks(ax, run, epoch: np.ndarray, *, label: bool) -> None:
                     color="tab:green", ha="left", va="bottom", fontsize=8)
     best = as_float(run.result.get("best_epoch"))
     if best is not None:
-        ax.axvline(best, color="0.3", ls=":", lw=1, label="best-validation epoch" if label else None)
+        ax.axvline(best, color="0.3", ls=":", lw=1, label=f"{kept_label(run)} epoch" if label else None)
     if run.result.get("status") == "diverged" and np.isfinite(epoch).any():
         last = np.nanmax(epoch)
         ax.axvline(last, color="red", ls="-", lw=1.2, alpha=0.7, label="diverged" if label else None)

@@ -96,6 +96,11 @@ def settings_lines(items: list[str], width: int) -> list[str]:
     return lines
 
 
+def kept_label(run) -> str:
+    """What chose the kept checkpoint: the test error at validations, or (no reference) the held-out residual."""
+    return "best-validation" if run.has_reference else "kept: lowest held-out residual"
+
+
 def headline(run, what: str) -> str:
     """"problem — what — test rel-L2 ... (best-validation epoch ...) — N epochs"."""
     r = run.result
@@ -106,7 +111,7 @@ def headline(run, what: str) -> str:
         line = f"{problem} — {what} — no reference: no test error"
     best = r.get("best_epoch")
     if best is not None:
-        line += f" (best-validation epoch {best})"
+        line += f" ({kept_label(run)}, epoch {best})"
     status, done, total = r.get("status"), r.get("epochs_done"), r.get("epochs")
     if status and status != "completed":
         line += f" — {status}"

@@ -22,7 +22,7 @@ def _without_reference(tmp_path) -> Path:
     return path
 
 
-def test_a_spec_without_reference_trains_and_chooses_its_checkpoint_on_held_out_points(tmp_path):
+def test_a_spec_without_reference_trains_and_chooses_its_checkpoint_on_held_out_points(tmp_path, capsys):
     spec = _without_reference(tmp_path)
     assert not pinnspec.load(spec).warnings  # `check` says nothing about a missing reference
     out = tmp_path / "run"
@@ -39,6 +39,11 @@ def test_a_spec_without_reference_trains_and_chooses_its_checkpoint_on_held_out_
     with np.load(out / "predictions.npz") as data:
         assert "reference" not in data.files
         assert data["prediction"].shape == (len(data["points"]), 1)
+    from pinnspec.cli import main  # eval says why there is no test error, and what chose the checkpoint
+
+    assert main(["eval", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "no reference: no test error" in printed and f"held-out points, epoch {saved['best_epoch']}" in printed
 
 
 def test_the_checkpoint_without_reference_is_the_one_with_the_lowest_held_out_residual(tmp_path):

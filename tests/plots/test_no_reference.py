@@ -69,3 +69,11 @@ def test_plot_run_writes_all_three_pngs(tmp_path):
     assert_pngs(plot_run(run), ALL)
     with_reference = make_run(tmp_path, np.linspace(0, 1, 20)[:, None], name="with")
     assert read_run_files(with_reference).has_reference
+
+
+def test_the_kept_checkpoint_is_named_for_what_chose_it(tmp_path):
+    run = write_run_without_reference(tmp_path / "run", np.linspace(0, 1, 30)[:, None])
+    write_result(run, rel_l2=None, rel_l2_final=None, best_epoch=4, epochs_done=5)
+    fig = losses_figure(read_run_files(run))
+    assert "kept: lowest held-out residual, epoch 4" in fig.get_suptitle().splitlines()[0]
+    assert "best-validation" not in fig.get_suptitle()
