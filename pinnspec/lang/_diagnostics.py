@@ -36,10 +36,25 @@ class Diagnostic:
         lines = source.splitlines()
         if not 1 <= self.span.line <= len(lines):
             return head
-        text = lines[self.span.line - 1]
+        text, column = _window(lines[self.span.line - 1], self.span.column)
         # Keep tabs in the caret line so the caret sits under the right character.
-        prefix = "".join(c if c == "\t" else " " for c in text[: self.span.column - 1])
+        prefix = "".join(c if c == "\t" else " " for c in text[: column - 1])
         return f"{head}\n  {text}\n  {prefix}^"
+
+
+#: the most characters of a source line a diagnostic shows (a generated spec's lines can be 100,000 long)
+SHOWN_LINE = 120
+
+
+def _window(text: str, column: int) -> tuple[str, int]:
+    """At most `SHOWN_LINE` characters of ``text`` around ``column`` (cut ends marked '...'), and the column's
+    place in them."""
+    if len(text) <= SHOWN_LINE:
+        return text, column
+    start = max(0, min(column - 1 - SHOWN_LINE // 2, len(text) - SHOWN_LINE))
+    shown = text[start:start + SHOWN_LINE]
+    before, after = ("..." if start > 0 else ""), ("..." if start + SHOWN_LINE < len(text) else "")
+    return before + shown + after, column - start + len(before)
 
 
 class SpecError(Exception):

@@ -101,3 +101,13 @@ def test_show_ast_of_a_deep_expression(capsys, tmp_path):
     assert main(["show", "--stage", "ast", str(spec)]) == 0
     out = capsys.readouterr().out
     assert "(neg x)" in out and out.count("(+ ") == 3000
+
+
+def test_a_diagnostic_on_a_long_line_shows_a_window_around_its_caret():
+    line = "equation pde: u_xx = " + " + ".join(["x"] * 20000) + " + y"  # y: not declared
+    err = error_of(HEAD + line + "\n")
+    rendered = err.render().splitlines()
+    assert rendered[0].startswith("<string>:4:") and "'y'" in rendered[0]
+    assert len(rendered[1]) < 140 and rendered[1].strip().startswith("...")
+    caret = rendered[2].index("^")
+    assert rendered[1][caret] == "y"
