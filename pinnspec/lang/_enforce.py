@@ -44,6 +44,10 @@ from . import _ast as A
 from ._context import Context
 
 
+#: what a distance is lifted by in the blend of groups that meet at a corner (`EnforceLowering._constraint`)
+CORNER_LIFT = sympy.Float(1e-12)
+
+
 class EnforceLowering:
     """Lowers the ``enforce`` statements of one spec; reports into the context's diagnostics."""
 
@@ -264,7 +268,11 @@ class EnforceLowering:
         if len(groups) == 1:
             extension, distance = groups[0]
         elif groups:  # A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups' distances
-            others = [sympy.Mul(*(d for j, (_, d) in enumerate(groups) if j != k)) for k in range(len(groups))]
+            # where trimmed parts meet another group at a corner every W_k vanishes there: each distance in W_k
+            # is lifted by `CORNER_LIFT`, so that A is finite (the data's mean) at the corner and moves by
+            # about CORNER_LIFT / d elsewhere
+            lift = CORNER_LIFT if any(trimmed for _, trimmed in distances.values()) else 0
+            others = [sympy.Mul(*(d + lift for j, (_, d) in enumerate(groups) if j != k)) for k in range(len(groups))]
             extension = sum((a * w for (a, _), w in zip(groups, others)), sympy.Integer(0)) / sum(others)
             distance = sympy.Mul(*(d for _, d in groups))
         else:

@@ -64,3 +64,21 @@ def test_a_short_poisson_run_on_the_l_shape_reaches_the_analytic_solution():
     assert trainer.grouping.labels == ("pde",)
     assert trainer.run_state.history[-1]["loss:walls"] < 1e-25  # the walls hold by construction
     assert result.rel_l2 < 0.08  # 5.3e-2 after 300 epochs (the conditions as losses: 1.1e-1)
+
+
+def test_where_a_trimmed_wall_meets_another_condition_the_output_is_the_data():
+    """Two conditions on an L (left and bottom walls one, the rest another, data agreeing at their corners): at
+    the corners where both distances vanish the blend is finite and equals the data there (it would be 0/0)."""
+    spec = loads(POISSON.format(domain=L_SHAPE, epochs=2).replace(
+        "boundary walls on boundary: u = x^2 + y^2",
+        "boundary walls on x = -1, y = -1: u = x^2 + y^2\nboundary rest on x = 1, y = 1, notch: u = x^2 + y^2")
+        .replace("enforce walls", "enforce walls, rest").replace("points pde 1024, walls 256",
+                                                                 "points pde 1024, walls 128, rest 128"))
+    written = CompiledProblem(spec, enforce=False)
+    model = build_model(spec, written, device=torch.device("cpu"), dtype=torch.float64)
+    corners = torch.tensor([[-1.0, 1.0], [0.0, -1.0], [1.0, 0.0], [0.0, 0.0], [-1.0, -1.0], [1.0, 1.0]],
+                           dtype=torch.float64)  # [6, 2]: where the two conditions' parts meet, and the L's corners
+    with torch.no_grad():
+        values = model(corners)[:, 0]
+    assert torch.isfinite(values).all()
+    assert torch.allclose(values, (corners ** 2).sum(1), rtol=0, atol=1e-9)
