@@ -24,9 +24,9 @@ SINGLE = ("problem", "time", "domain", "sampler", "resample", "reference", "test
 CONDITION_STATEMENTS = (A.Equation, A.Initial, A.Boundary, A.Periodic, A.Data)
 
 
-#: special calls whose names a spec may also declare (a diffusivity `param d = 0.1`): the name alone is the
-#: declaration, `d(...)` the derivative
-DECLARABLE_CALLS = frozenset({"d"})
+#: special calls whose names a spec may also declare (a diffusivity `param d = 0.1`, a domain `inside`): the
+#: name alone is the declaration, `d(...)` the derivative, `inside(...)` the indicator
+DECLARABLE_CALLS = frozenset({"d", "inside"})
 
 
 def reserved_kind(name: str) -> str | None:

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_importing_the_package_loads_no_torch():
-    code = "import pinnspec.bench as b, sys; assert sorted(b.BENCHMARKS) == ['gum', 'overhead', 'peers', 'pinnacle', 'q2', 'q3', 'q4', 'q5', 'q6', 'speed']; " \
+    code = "import pinnspec.bench as b, sys; assert sorted(b.BENCHMARKS) == ['gum', 'overhead', 'peers', 'pinnacle', 'q2', 'q3', 'q4', 'q5', 'q6', 'recipe', 'speed']; " \
            "print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
