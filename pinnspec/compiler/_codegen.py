@@ -44,13 +44,17 @@ _SUM_GROUP = 1000
 class TorchKernelPrinter(StrPrinter):
     """SymPy -> torch expression source; constant subexpressions become floats."""
 
-    def __init__(self, names: dict[sympy.Basic, str]):
+    def __init__(self, names: dict[sympy.Basic, str], numbers: dict[sympy.Symbol, sympy.Expr] | None = None):
         super().__init__({"full_prec": False})
         self.names = names
+        self.numbers = numbers or {}  # the cse temporaries that hold plain numbers (Python floats in the kernel)
 
     def _print(self, expr, **kwargs):
         if expr in self.names:
             return self.names[expr]
+        if isinstance(expr, (sympy.Function, sympy.Pow)) and self.numbers and expr.free_symbols and \
+                expr.free_symbols <= set(self.numbers):  # a torch function of a Python float: fold it
+            return self._print(expr.xreplace(self.numbers), **kwargs)
         if isinstance(expr, sympy.Expr) and expr.is_number and not expr.is_Integer:
             value = complex(expr.evalf(20))
             if value.imag != 0:
@@ -271,12 +275,15 @@ def generate_kernel(name: str, residuals: tuple[sympy.Expr, ...], problem: ir.Pr
     for k in inputs:
         if k.kind == "value" and isinstance(k.key[1], LinearOperator):
             lines.append(f"    # {k.name} = {k.key[1].text(problem.fields[k.key[0]], coordinate_names, exact=True)}")
+    numbers: dict[sympy.Symbol, sympy.Expr] = {}  # temporaries that are plain numbers, by value
     for temp, value in temps:
         printer_names[temp] = str(temp)
-        lines.append(f"    {temp} = {TorchKernelPrinter(printer_names).doprint(value)}")
+        lines.append(f"    {temp} = {TorchKernelPrinter(printer_names, numbers).doprint(value)}")
+        if value.xreplace(numbers).is_number:
+            numbers[temp] = value.xreplace(numbers)
     outputs = []
     for expr in reduced:
-        text = TorchKernelPrinter(printer_names).doprint(expr)
+        text = TorchKernelPrinter(printer_names, numbers).doprint(expr)
         if not expr.free_symbols:  # a constant component: broadcast it over the points
             if not inputs:
                 raise ValueError(f"kernel {name}: a constant component and no inputs to shape it")

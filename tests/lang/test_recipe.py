@@ -131,3 +131,18 @@ def test_a_train_time_given_apart_is_the_recipes_budget():
     assert spec.ir.training.setting("time") == 120.0
     assert spec.ir.training.stages[-1].epochs == _recipe.QUASI_NEWTON_CAP
     assert "width = 20" in str(spec.ir.training.model)  # a budget under 3 minutes: the smaller network
+
+
+def test_every_expansion_compiles_and_evaluates():
+    """The recipe's transforms through the kernels (kovasznay's walls hold sqrt(400 + 4 pi^2): a torch function
+    of a number the kernel held as a Python float was a TypeError)."""
+    torch = pytest.importorskip("torch")
+    import pinnspec
+
+    spec = apply_overrides(load(ROOT / "specs" / "kovasznay.pinn"), {"recipe": "strong"})
+    problem = pinnspec.compile(spec)
+    from pinnspec.engine import build_model
+
+    model = build_model(spec, problem, device=torch.device("cpu"), dtype=torch.float64)
+    residuals = problem.residuals(model, problem.sample(0, 0, dtype=torch.float64))
+    assert all(torch.isfinite(r).all() for r in residuals.values())
