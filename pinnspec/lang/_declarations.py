@@ -213,18 +213,18 @@ def resolve_indicators(ctx: Context, shapes: dict) -> None:
     for name, value in list(ctx.lets.items()):
         if value is None:
             continue
-        placeholders = {f for f in value.atoms(sympy.Function) if f.func.__name__.startswith(INDICATOR_PREFIX)}
-        if not placeholders:
+        shape_of = {f: f.func.__name__[len(INDICATOR_PREFIX):] for f in value.atoms(sympy.Function)
+                    if f.func.__name__.startswith(INDICATOR_PREFIX)}  # inside(SHAPE) as lowered before the shapes
+        if not shape_of:
             continue
-        missing = sorted(f.func.__name__[len(INDICATOR_PREFIX):] for f in placeholders
-                         if f.func.__name__[len(INDICATOR_PREFIX):] not in ctx.indicators)
+        missing = sorted(shape for shape in shape_of.values() if shape not in ctx.indicators)
         if missing:
             ctx.diag.error(ctx.declared[name][1], f"inside({missing[0]}): '{missing[0]}' is not a box, a disk or "
                            "ball, a half-space or a convex polygon (inside() is built for those; write the region "
                            "as a union of them in several inside() terms)")
             ctx.lets[name] = None
             continue
-        resolved = value.subs({f: ctx.indicators[f.func.__name__[len(INDICATOR_PREFIX):]] for f in placeholders})
+        resolved = value.subs({f: ctx.indicators[shape] for f, shape in shape_of.items()})
         ctx.lets[name] = without_jumps(resolved.doit())
 
 
