@@ -4,11 +4,35 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import types
 
 import torch
 
 _copies = itertools.count()
+
+#: the environment variable that names torch.compile's backend for every graph pinnspec compiles
+BACKEND_VARIABLE = "PINNSPEC_COMPILE_BACKEND"
+
+
+def compile_backend() -> str:
+    """torch.compile's backend: ``inductor`` (generated C++/Triton kernels), unless ``PINNSPEC_COMPILE_BACKEND``
+    names another of torch's (``aot_eager``: the same captured and differentiated graph run by torch's eager
+    kernels -- a run that differs from ``inductor`` only there points at the code generator; the test suite
+    uses it for most of its compiled-equals-eager checks).  Read when a graph is built."""
+    name = os.environ.get(BACKEND_VARIABLE, "").strip() or "inductor"
+    known = list(dict.fromkeys(["inductor", *torch._dynamo.list_backends(exclude_tags=())]))
+    if name not in known:
+        raise ValueError(f"{BACKEND_VARIABLE}={name!r} is not a torch.compile backend (known: {', '.join(known)})")
+    return name
+
+
+def compiled(fn, *, mode: str | None = None, dynamic: bool | None = None, fullgraph: bool = True):
+    """``torch.compile(fn)`` on the backend `compile_backend` names; ``mode`` (e.g. "reduce-overhead" for CUDA
+    graphs) is inductor's and is dropped on another backend."""
+    backend = compile_backend()
+    return torch.compile(fn, backend=backend, mode=mode if backend == "inductor" else None, dynamic=dynamic,
+                         fullgraph=fullgraph)
 
 
 def own_code(fn):

@@ -6,6 +6,14 @@ import os
 # C++ kernels without vector intrinsics generate and compile faster (the cold suite: 6.3-6.9 min instead of 7.6
 # on 2 cores).  Set before torch reads it; TORCHINDUCTOR_VEC_ISA_OK=1 runs the suite on vectorised kernels.
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "0")
+# Most compiled-equals-eager checks compile on torch's ``aot_eager`` backend: the graph pinnspec captures and
+# differentiates, run by eager kernels, without inductor's code generation and a C++ compile per kernel (the
+# cold suite: 8.8 min on 2 cores all on inductor).  Tests marked ``inductor`` (one per kind of graph, and
+# tests/gpu) compile on inductor; PINNSPEC_COMPILE_BACKEND=inductor runs every test on it.
+os.environ.setdefault("PINNSPEC_COMPILE_BACKEND", "aot_eager")
+# inductor's C++ kernels built at -O0, in the test's own process (the PirateNet compile test: 27 s cold instead of 37)
+os.environ.setdefault("TORCHINDUCTOR_DEBUG_COMPILE", "1")
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 import tempfile  # noqa: E402
 
@@ -99,3 +107,10 @@ def no_host_sync():
 def host_conversions():
     """``with host_conversions() as seen: ...``; then ``seen.count`` conversions happened."""
     return HostConversions
+
+
+@pytest.fixture(autouse=True)
+def _inductor_where_marked(request, monkeypatch):
+    """A test marked ``inductor`` (and every test under tests/gpu) compiles its graphs on inductor."""
+    if request.node.get_closest_marker("inductor") is not None or "tests/gpu/" in request.node.nodeid:
+        monkeypatch.setenv("PINNSPEC_COMPILE_BACKEND", "inductor")

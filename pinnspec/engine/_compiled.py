@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from .._compiling import aot_cacheable, own_code
+from .._compiling import aot_cacheable, compiled, own_code
 from ..compiler import CompiledProblem, Losses, Points, TorchPointSet
 from ..forward import forward_values, plain_tanh
 
@@ -37,11 +37,10 @@ class CompiledLosses:
         self.problem, self.model, self.mode = problem, model, mode
         # one compiled unit per point set, each with its own code object: torch.compile keeps its cache
         # (and its limit of 8 recompiles) per code object, and many problems and sets share a process
-        self.units = {index: torch.compile(own_code(set_sums), mode=mode, dynamic=False, fullgraph=True)
+        self.units = {index: compiled(own_code(set_sums), mode=mode, dynamic=False)
                       for index in problem.by_set}
-        self.fused_unit = torch.compile(own_code(FusedGradients.__call__), mode=mode, dynamic=False,
-                                        fullgraph=True)
-        self.summed_unit = torch.compile(own_code(FusedGradients.summed), mode=mode, dynamic=False, fullgraph=True)
+        self.fused_unit = compiled(own_code(FusedGradients.__call__), mode=mode, dynamic=False)
+        self.summed_unit = compiled(own_code(FusedGradients.summed), mode=mode, dynamic=False)
         self._fused: dict[str | None, FusedGradients] = {}  # grouping -> the last one built
         #: the network adds its own loss term (outside the per-set graphs): G does not come from one pass
         self.model_term = bool(problem.model_terms(model))
@@ -271,7 +270,7 @@ class BatchedGradients:
 
     def __init__(self, fused: FusedGradients, mode: str):
         self.fused, self.mode = fused, mode
-        self.compiled = torch.compile(own_code(_vmapped), mode=mode, dynamic=False, fullgraph=True)
+        self.compiled = compiled(own_code(_vmapped), mode=mode, dynamic=False)
 
     def __call__(self, thetas: torch.Tensor, points: Points) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``thetas`` [R, p]: each model's parameters, flattened as the trainer flattens them."""

@@ -27,7 +27,7 @@ from typing import Callable, NamedTuple, Protocol
 
 import torch
 
-from .._compiling import aot_cacheable, own_code, symbolic
+from .._compiling import aot_cacheable, compiled, own_code, symbolic
 from ..catalog import GROUP_STRATEGIES
 from ..compiler import CompiledProblem, Losses, Points
 from ..optim import hutchinson_diagonal
@@ -316,7 +316,7 @@ class TwoGraphs:
         self.ctx, self.compiled_losses = ctx, losses
         self.name = TWO_GRAPHS if compile_chain else LOSSES_COMPILED
         # one graph for every step: the step counts are ints that change every step (dynamic)
-        self.chain = torch.compile(_bound(_chain_update, ctx.chain), fullgraph=True, dynamic=True) \
+        self.chain = compiled(_bound(_chain_update, ctx.chain), dynamic=True) \
             if compile_chain else None
 
     def __call__(self, theta, points, state, queued) -> StepOut:
@@ -358,8 +358,8 @@ class OneGraph:
         self.calls = 0  # completed calls
         self.device_steps: dict[str, torch.Tensor] | None = None  # state name -> its step count, on the device
         # static shapes: the point sets' sizes never change (static kernels were faster than dynamic ones)
-        self.compiled = torch.compile(_bound(_one_graph_summed_step if summed else _one_graph_step, ctx.chain),
-                                      fullgraph=True, dynamic=False if steps_on_device else None, mode=losses.mode)
+        self.compiled = compiled(_bound(_one_graph_summed_step if summed else _one_graph_step, ctx.chain),
+                                 dynamic=False if steps_on_device else None, mode=losses.mode)
 
     def state_loaded(self) -> None:
         """The trainer's state was replaced (a resume): the device copies of the step counts are stale."""

@@ -33,7 +33,8 @@ def _eager_losses_and_gradients(trainer):
     return losses, loss_gradients(losses.task_list, trainer.theta)  # [m, p]
 
 
-@pytest.mark.parametrize("path", [ROOT / "specs" / "burgers.pinn", ROOT / "specs" / "schrodinger.pinn",
+@pytest.mark.parametrize("path", [pytest.param(ROOT / "specs" / "burgers.pinn", marks=pytest.mark.inductor),
+                                  ROOT / "specs" / "schrodinger.pinn",
                                   ROOT / "examples" / "poisson2d_mixed" / "poisson2d_mixed.pinn",
                                   ROOT / "examples" / "inverse_heat" / "inverse_heat.pinn"])
 def test_compiled_losses_and_gradients_equal_the_eager_ones(path):
@@ -168,7 +169,7 @@ def test_a_compiled_run_follows_the_eager_run():
     assert sum(launches.values()) <= 16, launches
 
 
-@pytest.mark.parametrize("steps_on_device", [False, True])
+@pytest.mark.parametrize("steps_on_device", [pytest.param(False, marks=pytest.mark.inductor), True])
 @pytest.mark.parametrize("surgery", ["config", "mconfig"])
 def test_the_one_graph_step_equals_the_eager_step_at_every_step_count(surgery, steps_on_device):
     """Losses, G and surgery -> proposal -> GUA -> checks as one compiled graph: the same rows and weights
@@ -307,6 +308,7 @@ def test_a_set_that_feeds_two_tasks_is_one_graph_with_the_eager_gradients(schrod
     assert G.shape[0] == 4 and (G.norm(dim=1) > 0).all()
 
 
+@pytest.mark.inductor
 @pytest.mark.parametrize("surgery", ["pcgrad", "config"])
 def test_the_compiled_graphs_go_into_aotautograds_cache(surgery):
     """The compiled tanh is an autograd.Function, which AOTAutograd's on-disk cache leaves out unless

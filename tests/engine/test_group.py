@@ -28,6 +28,7 @@ def _trainer(out=None, log=None, **settings) -> Trainer:
     return Trainer(spec, out, log=log)
 
 
+@pytest.mark.inductor
 def test_a_group_trains_each_run_as_it_trains_alone():
     """The oracle: each run alone and eagerly (`compile = off`: no compiled graph at all)."""
     alone = [_trainer(compile="off", **chain) for chain in CHAINS]

@@ -98,6 +98,7 @@ def test_a_summed_step_that_diverges_says_so():
     assert result.message.startswith("training diverged at epoch 1: the loss of task 0 'N' (condition pde)")
 
 
+@pytest.mark.inductor
 def test_compiled_summed_steps_equal_eager_ones():
     """With compile = on the summed steps take the compiled losses' one pullback per set (`SummedGraph`), the
     validation epochs the eager full step (no second graph); both as the eager run to rounding."""
