@@ -197,8 +197,11 @@ class FusedGradients:
             for condition, c in row.items():
                 term = weights[i] * c
                 combined[condition] = term if condition not in combined else combined[condition] + term
-        sums, G = self._per_set(theta, inputs, (combined,), batched=False, feeds=[(0,) if fed else ()
-                                                                                   for fed in self.feeds])
+        if self.problem.stacking(theta.device) == "sets":
+            sums, G = self._merged(theta, inputs, (combined,))
+        else:
+            sums, G = self._per_set(theta, inputs, (combined,), batched=False, feeds=[(0,) if fed else ()
+                                                                                       for fed in self.feeds])
         return (*self._stacked_losses(sums, counts), G[0])
 
     def _stacked_losses(self, sums: dict[str, torch.Tensor], counts: dict[str, int]
@@ -238,13 +241,17 @@ class FusedGradients:
 
     def _merged(self, theta: torch.Tensor, inputs: list[tuple], coefficients
                 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """(condition -> its sum, G [m, p]): one network pass over every set, one vmapped pullback of m tasks."""
+        """(condition -> its sum, G [k, p]): one network pass over every set, one pullback of the k tasks'
+        cotangents (vmapped where k > 1).  ``coefficients``: per task {condition: c} (a number or a 0-d tensor)."""
         names = [name for names in self.conditions for name in names]
         values, pullback = torch.func.vjp(functools.partial(self._call, _all_sets_sums, inputs), theta)
-        # per condition, the m tasks' coefficients [m], filled on the device (no copy from the host)
-        columns = tuple(torch.stack([torch.full_like(v, coefficients[i].get(c, 0.0)) for i in range(self.m)])
+        if len(coefficients) == 1:  # the summed step's one row
+            return dict(zip(names, values)), pullback(tuple(_filled(v, coefficients[0].get(c, 0.0))
+                                                            for v, c in zip(values, names)))[0][None]  # [1, p]
+        # per condition, the k tasks' coefficients [k], filled on the device (no copy from the host)
+        columns = tuple(torch.stack([_filled(v, row.get(c, 0.0)) for row in coefficients])
                         for v, c in zip(values, names))
-        return dict(zip(names, values)), torch.func.vmap(pullback)(columns)[0]  # [m, p]
+        return dict(zip(names, values)), torch.func.vmap(pullback)(columns)[0]  # [k, p]
 
     def _call(self, sums, *args) -> tuple[torch.Tensor, ...]:
         """``sums(model, problem, *args[:-1], params)``, the network's weights and the params read from

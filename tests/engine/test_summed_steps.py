@@ -98,11 +98,12 @@ def test_a_summed_step_that_diverges_says_so():
     assert result.message.startswith("training diverged at epoch 1: the loss of task 0 'N' (condition pde)")
 
 
-@pytest.mark.inductor
-def test_compiled_summed_steps_equal_eager_ones():
-    """With compile = on the summed steps take the compiled losses' one pullback per set (`SummedGraph`), the
-    validation epochs the eager full step (no second graph); both as the eager run to rounding."""
-    eager, compiled = trainer(epochs=12), trainer(epochs=12, compile="on")
+@pytest.mark.parametrize("stack", [pytest.param("off", marks=pytest.mark.inductor), "sets"])
+def test_compiled_summed_steps_equal_eager_ones(stack):
+    """With compile = on the summed steps take the compiled losses' one pullback per set (``stack = off``) or one
+    network pass over every set and one pullback (``sets``), the validation epochs the eager full step (no second
+    graph); both as the eager run to rounding."""
+    eager, compiled = trainer(epochs=12), trainer(epochs=12, compile="on", stack=stack)
     eager.run(), compiled.run()
     assert compiled.execution.current == "summed one graph" and compiled.execution._summed.calls == 10
     assert compiled.execution.strategy.name == "one graph" and compiled.execution.strategy.calls == 0
