@@ -5,8 +5,8 @@ For each spec and seed: the spec trains as it is written (``--epochs N`` caps it
 ``pinnspec train`` in a fresh interpreter with ``--threads`` torch threads, one after another (never two at once);
 a run whose folder already holds a completed result is not trained again.  Reported: the test rel-L2 of each
 run's final model (the model at its last epoch: neither is chosen by the reference), the epochs and training
-seconds of each, and their ratio; a spec without a reference shows "-".  Writes ``OUT/recipe.md`` and
-``OUT/recipe.csv``.
+seconds of each, and their ratio; a spec without a reference shows "-".  A run that fails is a row saying why
+(the bench goes on with the next spec, and exits 1 at the end).  Writes ``OUT/recipe.md`` and ``OUT/recipe.csv``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = ["main", "build_parser"]
 
 DEFAULT_SPECS = "specs/*.pinn"
 COLUMNS = ["spec", "seed", "own_rel_l2", "own_epochs", "own_seconds", "recipe_rel_l2", "recipe_epochs",
-           "recipe_seconds", "ratio"]
+           "recipe_seconds", "ratio", "failed"]
 
 
 def build_parser() -> Parser:
@@ -73,6 +73,11 @@ def _train(argv: list[str], run_dir: str, threads: int) -> dict:
         return json.load(fh)
 
 
+def _seconds(seconds: float) -> str:
+    """A budget of ``seconds`` as the recipe reads it: plain decimals, to 0.1 ms (a short run is not 0 s)."""
+    return f"{max(seconds, 1e-4):.4f}".rstrip("0").rstrip(".")
+
+
 def _run(args) -> int:
     rows = []
     for path in spec_paths(args.specs):
@@ -80,23 +85,28 @@ def _run(args) -> int:
         for seed in range(args.seeds):
             folder = os.path.join(args.out, "runs", stem, f"seed{seed}")
             own_argv = [path, "--seed", str(seed)] + (["--epochs", str(args.epochs)] if args.epochs else [])
-            own = _train(own_argv, os.path.join(folder, "own"), args.threads)
-            seconds = float(own["train_time_s"])
-            recipe = _train([path, "--seed", str(seed), "--recipe", f"strong(time = {seconds:.1f} s)"],
-                            os.path.join(folder, "recipe"), args.threads)
+            try:
+                own = _train(own_argv, os.path.join(folder, "own"), args.threads)
+                seconds = float(own["train_time_s"])
+                recipe = _train([path, "--seed", str(seed), "--recipe", f"strong(time = {_seconds(seconds)} s)"],
+                                os.path.join(folder, "recipe"), args.threads)
+            except BenchError as err:
+                rows.append({**dict.fromkeys(COLUMNS), "spec": path, "seed": seed, "failed": str(err)})
+                print(f"{path} seed {seed}: {err}", flush=True)
+                continue
             own_error, recipe_error = own.get("rel_l2_final"), recipe.get("rel_l2_final")
             ratio = recipe_error / own_error if own_error and recipe_error is not None else None
             rows.append({"spec": path, "seed": seed, "own_rel_l2": own_error, "own_epochs": own["epochs_done"],
                          "own_seconds": seconds, "recipe_rel_l2": recipe_error,
                          "recipe_epochs": recipe["epochs_done"], "recipe_seconds": float(recipe["train_time_s"]),
-                         "ratio": ratio})
+                         "ratio": ratio, "failed": ""})
             print(f"{path} seed {seed}: own {sci(own_error)} in {seconds:.0f} s, recipe {sci(recipe_error)} in "
                   f"{float(recipe['train_time_s']):.0f} s", flush=True)
     text = markdown(rows, args)
     paths = write_outputs(args.out, "recipe", text, COLUMNS, rows)
     print(text)
     print(f"wrote {paths['markdown']} and {paths['csv']}")
-    return 0
+    return 1 if any(r["failed"] for r in rows) else 0
 
 
 def markdown(rows: list[dict], args) -> str:
@@ -107,7 +117,8 @@ def markdown(rows: list[dict], args) -> str:
              "model.", ""]
     cells = [[r["spec"], r["seed"], sci(r["own_rel_l2"]), r["own_epochs"], f"{r['own_seconds']:.0f}",
               sci(r["recipe_rel_l2"]), r["recipe_epochs"], f"{r['recipe_seconds']:.0f}",
-              "-" if r["ratio"] is None else f"{r['ratio']:.3g}"] for r in rows]
+              "-" if r["ratio"] is None else f"{r['ratio']:.3g}"] for r in rows if not r["failed"]]
     lines += markdown_table(["spec", "seed", "own rel-L2", "own epochs", "own s", "recipe rel-L2", "recipe epochs",
                              "recipe s", "recipe / own"], cells, left=1)
+    lines += [""] + [f"- {r['spec']} seed {r['seed']}: {r['failed']}" for r in rows if r["failed"]]
     return "\n".join(lines) + "\n"

@@ -27,7 +27,7 @@ def test_the_recipe_gets_the_time_the_spec_took(tmp_path, capsys):
     own = json.loads((out / "runs" / "heat" / "seed0" / "own" / "result.json").read_text())
     recipe = json.loads((out / "runs" / "heat" / "seed0" / "recipe" / "result.json").read_text())
     config = (out / "runs" / "heat" / "seed0" / "recipe" / "config.pinn").read_text()
-    assert f"recipe strong(time = {own['train_time_s']:.1f} s)" in config
+    assert f"recipe strong(time = {own['train_time_s']:.4f}".rstrip("0").rstrip(".") + " s)" in config
     assert own["epochs_done"] == 40 and recipe["status"] == "completed"
     rows = (out / "recipe.csv").read_text().splitlines()
     assert len(rows) == 2 and rows[1].startswith(f"{spec},0,")
@@ -39,3 +39,17 @@ def test_the_recipe_gets_the_time_the_spec_took(tmp_path, capsys):
 def test_a_spec_that_does_not_exist_is_one_error(tmp_path, capsys):
     assert bench.main("recipe", ["--specs", str(tmp_path / "none.pinn"), "--out", str(tmp_path)]) == 1
     assert "no spec file matches" in capsys.readouterr().err
+
+
+def test_a_spec_whose_run_fails_is_a_row_and_the_next_spec_trains(tmp_path, capsys):
+    """A staged spec refuses ``--epochs`` (each stage gives its own): its row says so; the other spec still runs."""
+    staged = tmp_path / "astaged.pinn"
+    staged.write_text(SPEC.replace("train epochs = 40, device = cpu", "stage adam(lr = 1e-3) epochs = 40\ntrain device = cpu"))
+    plain = tmp_path / "heat.pinn"
+    plain.write_text(SPEC)
+    out = tmp_path / "out"
+    assert bench.main("recipe", ["--specs", f"{staged},{plain}", "--epochs", "20", "--out", str(out)]) == 1
+    table = (out / "recipe.md").read_text()
+    assert f"- {staged} seed 0: pinnspec train" in table and "exclude each other" in table
+    assert f"| {plain} | 0 |" in table
+    assert json.loads((out / "runs" / "heat" / "seed0" / "recipe" / "result.json").read_text())["status"] == "completed"
