@@ -201,6 +201,13 @@ def table_value(name: str) -> sympy.Symbol:
     return sympy.Symbol(f"{name}^table", real=True)
 
 
+def without_jumps(value: sympy.Expr) -> sympy.Expr:
+    """``value`` with the derivatives of jumps (DiracDelta and its derivatives, from heaviside, sign or inside())
+    taken as 0, their value away from the jump."""
+    return value.replace(lambda e: isinstance(e, sympy.DiracDelta), lambda e: sympy.Integer(0)) \
+        if value.has(sympy.DiracDelta) else value
+
+
 @dataclass(frozen=True)
 class Table:
     """A coefficient field given on the points of a file (``let NAME = table("FILE", ...)``).

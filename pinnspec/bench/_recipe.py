@@ -1,6 +1,7 @@
 """``pinnspec bench recipe``: each spec's own configuration beside ``recipe strong`` at equal wall time.
 
-For each spec and seed: the spec trains as it is written (``--epochs N`` caps its epochs), then again with
+For each spec and seed: the spec trains as it is written (``--epochs N`` caps its epochs; a spec that trains in
+stages gets its stages' epochs scaled to N in all, in their proportions, each at least 1), then again with
 ``--recipe 'strong(time = T s)'``, T the first run's training time, so that both had the same time.  Each run is
 ``pinnspec train`` in a fresh interpreter with ``--threads`` torch threads, one after another (never two at once);
 a run whose folder already holds a completed result is not trained again.  Reported: the test rel-L2 of each
@@ -52,6 +53,27 @@ def spec_paths(text: str) -> list[str]:
     return paths
 
 
+def capped(path: str, epochs: int | None) -> list[str]:
+    """The ``pinnspec train`` options that cap the spec at ``path`` at ``epochs`` epochs (none for None): ``--epochs``,
+    or for a spec in stages a ``--set stage=...`` with each stage's epochs scaled to ``epochs`` in all."""
+    if not epochs:
+        return []
+    from ..lang import load
+    from ..lang._diagnostics import SpecError
+
+    try:
+        stages = load(path).ir.training.stages
+    except SpecError as err:
+        raise BenchError(str(err)) from None
+    if not stages:
+        return ["--epochs", str(epochs)]
+    total = sum(stage.epochs for stage in stages)
+    scaled = [max(1, round(stage.epochs * epochs / total)) for stage in stages]
+    written = [f"{stage.optimizer} epochs = {n}, dtype = {stage.dtype}"
+               + (f", resample = {stage.resample}" if stage.resample else "") for stage, n in zip(stages, scaled)]
+    return ["--set", "stage=" + "; ".join(written)]
+
+
 def _train(argv: list[str], run_dir: str, threads: int) -> dict:
     """``pinnspec train ARGV --out RUN_DIR`` in a fresh interpreter (skipped where RUN_DIR holds a completed run);
     its result.json."""
@@ -84,8 +106,8 @@ def _run(args) -> int:
         stem = os.path.splitext(os.path.basename(path))[0]
         for seed in range(args.seeds):
             folder = os.path.join(args.out, "runs", stem, f"seed{seed}")
-            own_argv = [path, "--seed", str(seed)] + (["--epochs", str(args.epochs)] if args.epochs else [])
             try:
+                own_argv = [path, "--seed", str(seed)] + capped(path, args.epochs)
                 own = _train(own_argv, os.path.join(folder, "own"), args.threads)
                 seconds = float(own["train_time_s"])
                 recipe = _train([path, "--seed", str(seed), "--recipe", f"strong(time = {_seconds(seconds)} s)"],

@@ -30,7 +30,7 @@ _RESERVED = {"torch", "math", "ops"}
 _TORCH_FUNCTIONS = {
     "sin": "torch.sin", "cos": "torch.cos", "tan": "torch.tan", "exp": "torch.exp", "log": "torch.log",
     "tanh": "torch.tanh", "sinh": "torch.sinh", "cosh": "torch.cosh", "asin": "torch.asin",
-    "acos": "torch.acos", "atan": "torch.atan", "Abs": "torch.abs", "sign": "torch.sign",
+    "acos": "torch.acos", "atan": "torch.atan", "atan2": "torch.atan2", "Abs": "torch.abs", "sign": "torch.sign",
     "Min": "ops.minimum", "Max": "ops.maximum",
 }
 

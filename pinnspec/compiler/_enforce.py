@@ -27,8 +27,8 @@ def constrained_problem(p: ir.Problem) -> ir.Problem:
     mapping = {p.field_function(h.field): h.extension + h.distance * p.field_function(h.field)
                for h in p.hard_constraints}
 
-    def rewrite(expr: sympy.Expr) -> sympy.Expr:
-        return expr.xreplace(mapping).doit() if expr.has(*mapping) else expr
+    def rewrite(expr: sympy.Expr) -> sympy.Expr:  # the data's jumps (min, max, heaviside) differentiate to 0
+        return ir.without_jumps(expr.xreplace(mapping).doit()) if expr.has(*mapping) else expr
 
     def condition(c: ir.Condition) -> ir.Condition:
         faces = tuple(tuple(map(rewrite, group)) for group in c.face_residuals) if c.face_residuals else None

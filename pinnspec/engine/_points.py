@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 
 from ..compiler import CompiledProblem, Points
+from ..sampling import ResidualNotFinite
+from ._monitor import TrainingDiverged
 
 __all__ = ["PointStream"]
 
@@ -58,9 +60,12 @@ class PointStream:
         """New points for ``epoch`` (of resampling block ``block``, by default ``epoch``'s); an adaptive sampler
         draws from the model's residual now and remembers what it drew."""
         if not self.distributed:
-            points = self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype,
-                                         residual=self.problem.residual_function(self.model, self.params),
-                                         block=block, history=self.history)
+            try:
+                points = self.problem.sample(epoch, self.seed, device=self.device, dtype=self.dtype,
+                                             residual=self.problem.residual_function(self.model, self.params),
+                                             block=block, history=self.history)
+            except ResidualNotFinite as err:
+                raise TrainingDiverged(f"training diverged at epoch {epoch + 1}: {err}") from None
             if points.history is not None:
                 self.history = points.history
             return points

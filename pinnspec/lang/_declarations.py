@@ -13,8 +13,7 @@ from ..sampling import read_file_columns
 from ..sampling import TABLE_METHODS as METHODS, TableColumnError, table_columns, table_interpolator
 from . import _ast as A
 from ._context import Context
-from ._expr import (BUILTIN_FUNCTIONS, CONSTANTS, INDICATOR_PREFIX, SPECIAL_CALLS, TABLE_SUFFIX, keyword_arguments,
-                    without_jumps)
+from ._expr import (BUILTIN_FUNCTIONS, CONSTANTS, INDICATOR_PREFIX, SPECIAL_CALLS, TABLE_SUFFIX, keyword_arguments)
 from ._geometry import BOX, indicator
 
 #: Statements a spec may hold at most once.
@@ -225,7 +224,7 @@ def resolve_indicators(ctx: Context, shapes: dict) -> None:
             ctx.lets[name] = None
             continue
         resolved = value.subs({f: ctx.indicators[shape] for f, shape in shape_of.items()})
-        ctx.lets[name] = without_jumps(resolved.doit())
+        ctx.lets[name] = ir.without_jumps(resolved.doit())
 
 
 def symbols_from_tree(ctx: Context) -> None:

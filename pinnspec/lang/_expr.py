@@ -10,6 +10,7 @@ from typing import Callable
 import sympy
 from sympy.core.function import AppliedUndef
 
+from ..ir import without_jumps
 from ..registry import FUNCTIONS, did_you_mean
 from . import _ast as A
 from ._diagnostics import Collector
@@ -41,6 +42,7 @@ BUILTIN_FUNCTIONS: dict[str, tuple[Callable, int, int | None]] = {
     "arcsin": (sympy.asin, 1, 1),
     "arccos": (sympy.acos, 1, 1),
     "arctan": (sympy.atan, 1, 1),
+    "atan2": (sympy.atan2, 2, 2),
     "sign": (sympy.sign, 1, 1),
     "min": (sympy.Min, 2, None),
     "max": (sympy.Max, 2, None),
@@ -470,13 +472,6 @@ class ExprLowering:
             return value
         self.diag.error(node.span, table_derivative_message(tables_in(differentiated[0])[0], f"{node.func.name}(...)"))
         return None
-
-
-def without_jumps(value: sympy.Expr) -> sympy.Expr:
-    """``value`` with the derivatives of jumps (DiracDelta and its derivatives, from heaviside, sign or inside())
-    taken as 0, their value away from the jump."""
-    return value.replace(lambda e: isinstance(e, sympy.DiracDelta), lambda e: sympy.Integer(0)) \
-        if value.has(sympy.DiracDelta) else value
 
 
 def keyword_arguments(diag: Collector, call: A.Call, known: list[str] | dict, name: str

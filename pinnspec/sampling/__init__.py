@@ -32,7 +32,7 @@ from ._data import (DataFileError, FileColumns, column_mapping, load_data, load_
                     read_file_columns)
 from ._comsol import ComsolTable, read_comsol, read_comsol_header
 from ._point_plan import PlannedSet, PointPlan
-from ._adaptive import R3, RAD, RARD, AdaptiveSampler, r3_retained, rad_choice, rad_weights
+from ._adaptive import R3, RAD, RARD, AdaptiveSampler, ResidualNotFinite, r3_retained, rad_choice, rad_weights
 
 __all__ = [
     "LHS",
@@ -72,6 +72,7 @@ __all__ = [
     "PlannedSet",
     "PointPlan",
     "AdaptiveSampler",
+    "ResidualNotFinite",
     "RAD",
     "RARD",
     "R3",

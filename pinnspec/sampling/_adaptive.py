@@ -25,7 +25,9 @@ equation sets of the first block (epoch 0 to the first resampling: no residual o
 
 The pure selections (:func:`rad_weights`, :func:`rad_choice`, :func:`r3_retained`) take candidates'
 magnitudes ``[n]``; :meth:`AdaptiveSampler.adapt` composes them with a drawing function and a residual
-function.  Every random choice comes from the generator it is given.
+function.  Every random choice comes from the generator it is given.  A candidate whose |r| is not finite
+(a point where the spec's own expressions are singular in the run's dtype) is never drawn, and a current
+point's is released; where too few candidates are left, the resampling raises `ResidualNotFinite`.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 
 from ..registry import SAMPLERS
 
-__all__ = ["AdaptiveSampler", "RAD", "RARD", "R3", "rad_weights", "rad_choice", "r3_retained", "BASE_SAMPLERS"]
+__all__ = ["AdaptiveSampler", "ResidualNotFinite", "RAD", "RARD", "R3", "rad_weights", "rad_choice", "r3_retained", "BASE_SAMPLERS"]
 
 #: the samplers a candidate pool or a refill may be drawn with: random ones, that give fresh points on every
 #: draw and any count exactly (``grid`` rounds the count, ``hammersley`` repeats the same points)
@@ -45,6 +47,22 @@ BASE_SAMPLERS = ("uniform", "lhs", "sobol", "halton")
 
 Draw = Callable[[int], np.ndarray]  # n -> [n, d] points of the set's region
 Residual = Callable[[np.ndarray], np.ndarray]  # [n, d] points -> [n] |r|
+
+
+class ResidualNotFinite(ArithmeticError):
+    """The residual is not finite at too many of the points an adaptive sampler draws from."""
+
+
+def _finite(points: np.ndarray, magnitudes, least: int) -> tuple[np.ndarray, np.ndarray]:
+    """The points ``[n, d]`` whose |r| ``[n]`` is finite, and those |r|; `ResidualNotFinite` where fewer
+    than ``least`` are."""
+    magnitudes = np.asarray(magnitudes, dtype=np.float64)  # [n]
+    finite = np.isfinite(magnitudes)  # [n]
+    if np.count_nonzero(finite) < least:
+        raise ResidualNotFinite(
+            f"the residual is not finite at {len(finite) - np.count_nonzero(finite)} of {len(finite)} points "
+            f"drawn for resampling (at least {least} finite ones are needed): the model has diverged")
+    return (points, magnitudes) if finite.all() else (points[finite], magnitudes[finite])
 
 
 def _magnitudes(magnitudes) -> np.ndarray:
@@ -151,8 +169,8 @@ class RAD(AdaptiveSampler):
 
     def adapt(self, current, count, draw, residual, rng):
         candidates = draw(self.pool * count)  # [pool * count, d]
-        chosen = rad_choice(residual(candidates), count, self.k, self.c, rng)  # [count]
-        return candidates[chosen]
+        candidates, magnitudes = _finite(candidates, residual(candidates), count)  # [n_finite, d], [n_finite]
+        return candidates[rad_choice(magnitudes, count, self.k, self.c, rng)]  # [count, d]
 
     def _options(self) -> str:
         return f"k = {self.k:g}, c = {self.c:g}, pool = {self.pool}, {super()._options()}"
@@ -174,7 +192,8 @@ class RARD(AdaptiveSampler):
 
     def adapt(self, current, count, draw, residual, rng):
         candidates = draw(max(self.pool * count, self.add))  # [pool * count, d]
-        chosen = rad_choice(residual(candidates), self.add, self.k, self.c, rng)  # [add]
+        candidates, magnitudes = _finite(candidates, residual(candidates), self.add)  # [n_finite, d], [n_finite]
+        chosen = rad_choice(magnitudes, self.add, self.k, self.c, rng)  # [add]
         return np.concatenate([current, candidates[chosen]], axis=0)  # [n + add, d]
 
     def _options(self) -> str:
@@ -189,5 +208,6 @@ class R3(AdaptiveSampler):
     name = "r3"
 
     def adapt(self, current, count, draw, residual, rng):
-        retained = current[r3_retained(residual(current))]  # [n_r, d], n_r < n (strictly above the mean)
+        current, magnitudes = _finite(current, residual(current), 1)  # a point whose |r| is not finite: released
+        retained = current[r3_retained(magnitudes)]  # [n_r, d], n_r < n (strictly above the mean)
         return np.concatenate([retained, draw(max(count - len(retained), 0))], axis=0)  # [count, d]

@@ -41,15 +41,21 @@ def test_a_spec_that_does_not_exist_is_one_error(tmp_path, capsys):
     assert "no spec file matches" in capsys.readouterr().err
 
 
-def test_a_spec_whose_run_fails_is_a_row_and_the_next_spec_trains(tmp_path, capsys):
-    """A staged spec refuses ``--epochs`` (each stage gives its own): its row says so; the other spec still runs."""
-    staged = tmp_path / "astaged.pinn"
-    staged.write_text(SPEC.replace("train epochs = 40, device = cpu", "stage adam(lr = 1e-3) epochs = 40\ntrain device = cpu"))
-    plain = tmp_path / "heat.pinn"
-    plain.write_text(SPEC)
+def test_a_spec_whose_run_fails_is_a_row_and_a_staged_spec_is_capped_in_its_stages_proportions(tmp_path, capsys):
+    """A spec that does not check is a row saying why and the bench goes on (exit 1 at the end); a spec in stages
+    gets ``--epochs 30`` as its stages' epochs scaled in proportion (40 + 20 -> 20 + 10)."""
+    broken = tmp_path / "abroken.pinn"
+    broken.write_text(SPEC.replace("field u", "field u, u"))
+    staged = tmp_path / "heat.pinn"
+    staged.write_text(SPEC.replace("train epochs = 40, device = cpu", "stage adam(lr = 1e-3) epochs = 40\n"
+                                   "stage lbfgs(history = 10) epochs = 20, dtype = float64\ntrain device = cpu"))
     out = tmp_path / "out"
-    assert bench.main("recipe", ["--specs", f"{staged},{plain}", "--epochs", "20", "--out", str(out)]) == 1
+    assert bench.main("recipe", ["--specs", f"{broken},{staged}", "--epochs", "30", "--out", str(out)]) == 1
     table = (out / "recipe.md").read_text()
-    assert f"- {staged} seed 0: pinnspec train" in table and "exclude each other" in table
-    assert f"| {plain} | 0 |" in table
+    assert f"- {broken} seed 0:" in table and "is already declared" in table
+    assert f"| {staged} | 0 |" in table
+    own = out / "runs" / "heat" / "seed0" / "own"
+    config = (own / "config.pinn").read_text()
+    assert ") epochs = 20, dtype = float32" in config and ") epochs = 10, dtype = float64" in config
+    assert json.loads((own / "result.json").read_text())["epochs_done"] == 30
     assert json.loads((out / "runs" / "heat" / "seed0" / "recipe" / "result.json").read_text())["status"] == "completed"

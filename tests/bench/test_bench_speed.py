@@ -74,27 +74,6 @@ def test_instrumented_step_times_every_stage_and_restores_the_trainer():
     assert trainer.model is model and _execute.loss_gradients is loss_gradients
 
 
-def test_speed_end_to_end(tmp_path, capsys):
-    out = tmp_path / "speed"
-    rc = bench.speed.main(["--epochs", "2", "--warmup", "1", "--points", "64", "--profile", "1",
-                           "--memory-epochs", "1", "--threads", "1", "--out", str(out)])
-    assert rc == 0
-    text = capsys.readouterr().out
-    for needle in ("allocator:", "torch threads 1", "device cpu", "ratio pinnspec / hand-written",
-                   "where the time goes", "target: median ratio <= 1.05", "same problem: initial weights identical"):
-        assert needle in text, needle
-    rows = {r["contender"]: r for r in csv.DictReader(open(out / "speed.csv"))}
-    assert set(rows) == {"pinnspec", "hand", "ratio"}
-    for who in ("pinnspec", "hand"):
-        assert float(rows[who]["median_s"]) > 0
-        assert int(rows[who]["epoch_peak_rss_bytes"]) > 0
-        assert rows[who]["allocator"]
-    assert float(rows["ratio"]["median_s"]) > 0
-    assert len(list(csv.DictReader(open(out / "speed_epochs.csv")))) == 2
-    assert (out / "speed.md").read_text().count("|") > 10
-    assert (out / "speed_stages.csv").exists()
-
-
 def test_the_plates_sampling_is_set_against_the_epoch(tmp_path, capsys):
     """The 4-hole plate of examples/plate_holes at 10k interior points: its sampling time and its
     fraction of the pinnspec epoch of the same run, printed and in speed.csv."""
@@ -198,15 +177,17 @@ def test_float64_trainer_and_baseline_are_the_same_problem():
     assert all(t.dtype == torch.float64 for t in trainer.theta)
 
 
-def test_speed_both_dtypes_interleaved(tmp_path, capsys):
+def test_speed_end_to_end_with_both_dtypes_interleaved(tmp_path, capsys):
     """--dtype both: a float32 and a float64 pair in one process, each dtype's rows, the float64 / float32
-    ratio per contender, in the printed table and in speed.csv / speed_epochs.csv / speed_stages.csv."""
+    ratio per contender, in the printed table and in speed.csv / speed_epochs.csv / speed_stages.csv; the
+    settings behind the figures (allocator, threads, device) printed."""
     out = tmp_path / "speed"
     rc = bench.speed.main(["--dtype", "both", "--epochs", "2", "--warmup", "0", "--points", "32", "--profile", "1",
                            "--memory-epochs", "1", "--plate-points", "0", "--threads", "1", "--out", str(out)])
     assert rc == 0
     text = capsys.readouterr().out
-    for needle in ("dtype float32 and float64", "same problem (float32): initial weights identical",
+    for needle in ("allocator:", "torch threads 1", "device cpu", "where the time goes",
+                   "dtype float32 and float64", "same problem (float32): initial weights identical",
                    "same problem (float64): initial weights identical", "(config(), gua, float32)",
                    "(config(), gua, float64)", "ratio pinnspec / hand-written (per round, float64)",
                    "float64 / float32, pinnspec (per round)", "float64 / float32, hand-written (per round)",
@@ -222,13 +203,15 @@ def test_speed_both_dtypes_interleaved(tmp_path, capsys):
     for dtype in ("float32", "float64"):
         for who in ("pinnspec", "hand"):
             assert float(by[who, dtype]["median_s"]) > 0 and int(by[who, dtype]["epoch_peak_rss_bytes"]) > 0
+            assert by[who, dtype]["allocator"]
+        assert float(by["ratio", dtype]["median_s"]) > 0
     ratio = float(by["float64/float32 pinnspec", "float64/float32"]["median_s"])
     assert 0 < ratio < 100
     epochs = list(csv.DictReader(open(out / "speed_epochs.csv")))
     assert sorted((r["dtype"], r["round"]) for r in epochs) == [
         ("float32", "0"), ("float32", "1"), ("float64", "0"), ("float64", "1")]
     assert {r["dtype"] for r in csv.DictReader(open(out / "speed_stages.csv"))} == {"float32", "float64"}
-    assert "float64 / float32" in (out / "speed.md").read_text()
+    assert "float64 / float32" in (out / "speed.md").read_text() and (out / "speed.md").read_text().count("|") > 10
 
 
 def test_speed_in_float64_alone(capsys):

@@ -13,7 +13,9 @@ import pytest
 import torch
 
 import pinnspec
+from pinnspec.compiler import CompiledProblem
 from pinnspec.compiler._verify import verify
+from pinnspec.engine import build_model
 from pinnspec.lang import loads
 
 ANNULUS = Path(__file__).resolve().parents[2] / "examples" / "annulus" / "annulus.pinn"
@@ -103,15 +105,21 @@ def test_lshape_exact_solution_is_the_corner_singularity_and_passes_verify():
     problem = pinnspec.compile(LSHAPE)
     x = problem.test_points()
     assert np.all(~((x[:, 0] >= 0) & (x[:, 1] <= 0)))  # nothing in the removed quadrant
-    # r^(2/3) sin(2 theta / 3) with theta in [0, 2 pi) by numpy's atan2: the spec writes it without atan2
+    # r^(2/3) sin(2 theta / 3) with theta in [0, 2 pi) by numpy's atan2 (the spec measures the angle from the bisector)
     theta = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi)
     expected = np.hypot(x[:, 0], x[:, 1]) ** (2 / 3) * np.sin(2 * theta / 3)
     got = problem.exact(torch.as_tensor(x, dtype=torch.float64))[:, 0].numpy()
     np.testing.assert_allclose(got, expected, atol=1e-12)
     assert all(c.passed for c in verify(problem))
-    # the box's corner (-1, 1) lies on the bisector, where arccos's argument rounds past 1 in float32
-    corner = torch.tensor([[-1.0, 1.0], [-0.99999994, 1.0], [-1.0, 0.99999994]], dtype=torch.float32)
-    assert torch.isfinite(problem.exact(corner)).all()
+    # the walls enforced (as the recipe does): the extension's Laplacian is finite in float32 next to the
+    # bisector, where an angle written as arccos((y - x)/(sqrt(2) r)) has an unbounded derivative
+    spec = loads(LSHAPE.read_text() + "enforce edges\n", filename=str(LSHAPE))
+    enforced = CompiledProblem(spec)
+    model = build_model(spec, enforced, device=torch.device("cpu"), dtype=torch.float32)
+    near = np.linspace(-0.99, -0.01, 99)[:, None] * np.array([[1.0, -1.0]])  # [99, 2]: on the bisector
+    near = np.concatenate([near, near + [[0.0, 3e-4]], near - [[3e-4, 0.0]]])  # [297, 2]: and beside it
+    magnitudes = enforced.residual_magnitudes(enforced.condition_kernels["laplace"].set_index, near, model)
+    assert np.isfinite(magnitudes).all()
 
 
 def test_neumann_on_a_sphere_in_three_dimensions_passes_verify():

@@ -15,27 +15,6 @@ ARGS = ["--epochs", "20", "--dtype", "float64", "--surgery", "config", "--align"
         "--set", "grouping=three"]
 
 
-def test_two_gloo_ranks_equal_one_process(tmp_path):
-    single, multi = tmp_path / "single", tmp_path / "multi"
-    one = subprocess.run([sys.executable, "-m", "pinnspec", "train", str(TINY), *ARGS, "--out", str(single)],
-                         env=ENV, capture_output=True, text=True)
-    assert one.returncode == 0, one.stderr
-    two = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                          "--master_port", "29517", "-m", "pinnspec", "train", str(TINY), *ARGS, "--distributed",
-                          "--out", str(multi)], env=ENV, capture_output=True, text=True, timeout=300)
-    assert two.returncode == 0, two.stderr
-    a = torch.load(single / "checkpoint.pt", weights_only=False)
-    b = torch.load(multi / "checkpoint.pt", weights_only=False)
-    for key in a["model"]:
-        assert torch.allclose(a["model"][key], b["model"][key], rtol=1e-9, atol=1e-12), key
-    ra, rb = (json.loads((d / "result.json").read_text()) for d in (single, multi))
-    assert ra["rates"] == rb["rates"]
-    assert abs(ra["rel_l2"] - rb["rel_l2"]) <= 1e-9 * ra["rel_l2"]
-    ha = (single / "history.csv").read_text().splitlines()
-    hb = (multi / "history.csv").read_text().splitlines()
-    assert len(ha) == len(hb) == 21
-
-
 def _torchrun(*args, port: int):
     return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
             "-m", "pinnspec", "train", *args, "--distributed"]
@@ -84,9 +63,9 @@ def test_distributed_resume_refuses_overrides(tmp_path):
     assert bad.returncode == 1 and "give no FILE, overrides" in bad.stderr
 
 
-def test_two_gloo_ranks_with_gradnorm_weights_equal_one_process(tmp_path):
-    """The weights stage on the all-reduced G: the same weights, history and model as one process; `ntk`
-    (each rank measures its shard, the ranks average) runs to the end with finite weights."""
+def test_two_gloo_ranks_equal_one_process(tmp_path):
+    """The weights stage (gradnorm) on the all-reduced G: the same weights, model, history and rates as one process;
+    `ntk` (each rank measures its shard, the ranks average) runs to the end with finite weights."""
     args = [*ARGS, "--set", "weights=gradnorm(every = 3, alpha = 0.5)"]
     single, multi, ntk = tmp_path / "single", tmp_path / "multi", tmp_path / "ntk"
     one = subprocess.run([sys.executable, "-m", "pinnspec", "train", str(TINY), *args, "--out", str(single)],
@@ -100,6 +79,12 @@ def test_two_gloo_ranks_with_gradnorm_weights_equal_one_process(tmp_path):
     assert torch.allclose(a["weights"], b["weights"], rtol=1e-9, atol=0)
     for key in a["model"]:
         assert torch.allclose(a["model"][key], b["model"][key], rtol=1e-9, atol=1e-12), key
+    ra, rb = (json.loads((d / "result.json").read_text()) for d in (single, multi))
+    assert ra["rates"] == rb["rates"]
+    assert abs(ra["rel_l2"] - rb["rel_l2"]) <= 1e-9 * ra["rel_l2"]
+    ha = (single / "history.csv").read_text().splitlines()
+    hb = (multi / "history.csv").read_text().splitlines()
+    assert len(ha) == len(hb) == 21
     three = subprocess.run(_torchrun(str(TINY), *ARGS, "--set", "weights=ntk(every = 5, points = 16)", "--out",
                                      str(ntk), port=29522), env=ENV, capture_output=True, text=True, timeout=300)
     assert three.returncode == 0, three.stderr

@@ -18,7 +18,7 @@ from pinnspec.engine import Trainer
 from pinnspec.lang._overrides import apply_overrides
 from pinnspec.compiler._problem import ADAPTIVE_STREAM
 from pinnspec.registry import SAMPLERS
-from pinnspec.sampling import R3, RAD, RARD, r3_retained, rad_choice, rad_weights
+from pinnspec.sampling import R3, RAD, RARD, ResidualNotFinite, r3_retained, rad_choice, rad_weights
 
 SPEC = """
 problem ramp
@@ -103,6 +103,26 @@ def test_r3_retains_exactly_the_points_above_the_mean():
     r = np.array([0.1, 0.5, 0.2, 0.9, 0.3])  # mean 0.4
     assert r3_retained(r).tolist() == [False, True, False, True, False]
     assert not r3_retained(np.full(4, 2.0)).any()  # none above an equal mean
+
+
+def test_a_point_whose_residual_is_not_finite_is_never_drawn_and_too_many_is_divergence():
+    """Where the spec's expressions are singular (|r| NaN or inf at a few candidates) those are left out; where
+    too few finite candidates remain the resampling raises `ResidualNotFinite`."""
+    rng = np.random.default_rng(3)
+    draw = lambda n: rng.random((n, 1))  # noqa: E731
+    singular = lambda x: np.where(x[:, 0] < 0.1, np.nan, np.where(x[:, 0] > 0.95, np.inf, x[:, 0]))  # noqa: E731
+    for sampler in (RAD(), RARD(add=50)):
+        points = sampler.adapt(np.full((10, 1), 0.5), 100, draw, singular, rng)
+        assert np.isfinite(singular(points)).sum() == len(points) and len(points) in (100, 60)
+    current = np.linspace(0.0, 1.0, 101)[:, None]  # [101, 1]: 10 with a NaN residual, 5 with an infinite one
+    kept = R3().adapt(current, 101, lambda n: np.full((n, 1), 2.0), singular, rng)
+    finite = current[(current[:, 0] >= 0.1) & (current[:, 0] <= 0.95), 0]  # [86]: the others are released
+    assert np.array_equal(kept[kept[:, 0] <= 1.0, 0], finite[finite > finite.mean()])
+    assert len(kept) == 101  # refilled
+    with pytest.raises(ResidualNotFinite, match="not finite at 1000 of 1000 points"):
+        RAD().adapt(np.zeros((10, 1)), 100, draw, lambda x: np.full(len(x), np.nan), rng)
+    with pytest.raises(ResidualNotFinite, match="at least 100 finite"):
+        RAD().adapt(np.zeros((10, 1)), 100, draw, lambda x: np.where(x[:, 0] < 0.95, np.nan, x[:, 0]), rng)
 
 
 def test_samplers_are_registered_and_check_their_arguments():
