@@ -58,8 +58,7 @@ def capped(path: str, epochs: int | None) -> list[str]:
     or for a spec in stages a ``--set stage=...`` with each stage's epochs scaled to ``epochs`` in all."""
     if not epochs:
         return []
-    from ..lang import load
-    from ..lang._diagnostics import SpecError
+    from ..lang import SpecError, load
 
     try:
         stages = load(path).ir.training.stages

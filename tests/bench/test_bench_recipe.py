@@ -1,5 +1,6 @@
 """`pinnspec bench recipe`: a spec as written, then with the recipe for the same training time."""
 
+import csv
 import json
 
 from pinnspec import bench
@@ -19,43 +20,35 @@ train epochs = 40, device = cpu
 """
 
 
-def test_the_recipe_gets_the_time_the_spec_took(tmp_path, capsys):
-    spec = tmp_path / "heat.pinn"
-    spec.write_text(SPEC)
-    out = tmp_path / "out"
-    assert bench.main("recipe", ["--specs", str(spec), "--out", str(out)]) == 0
-    own = json.loads((out / "runs" / "heat" / "seed0" / "own" / "result.json").read_text())
-    recipe = json.loads((out / "runs" / "heat" / "seed0" / "recipe" / "result.json").read_text())
-    config = (out / "runs" / "heat" / "seed0" / "recipe" / "config.pinn").read_text()
-    assert f"recipe strong(time = {own['train_time_s']:.4f}".rstrip("0").rstrip(".") + " s)" in config
-    assert own["epochs_done"] == 40 and recipe["status"] == "completed"
-    rows = (out / "recipe.csv").read_text().splitlines()
-    assert len(rows) == 2 and rows[1].startswith(f"{spec},0,")
-    # again: both runs are done, nothing trains
-    assert bench.main("recipe", ["--specs", str(spec), "--out", str(out)]) == 0
-    assert json.loads((out / "runs" / "heat" / "seed0" / "own" / "result.json").read_text()) == own
-
-
 def test_a_spec_that_does_not_exist_is_one_error(tmp_path, capsys):
     assert bench.main("recipe", ["--specs", str(tmp_path / "none.pinn"), "--out", str(tmp_path)]) == 1
     assert "no spec file matches" in capsys.readouterr().err
 
 
-def test_a_spec_whose_run_fails_is_a_row_and_a_staged_spec_is_capped_in_its_stages_proportions(tmp_path, capsys):
-    """A spec that does not check is a row saying why and the bench goes on (exit 1 at the end); a spec in stages
-    gets ``--epochs 30`` as its stages' epochs scaled in proportion (40 + 20 -> 20 + 10)."""
+def test_the_recipe_gets_the_time_the_spec_took_and_a_spec_whose_run_fails_is_a_row(tmp_path, capsys):
+    """The recipe runs for the seconds the spec's own run took.  A spec that does not check is a row saying why and
+    the bench goes on (exit 1 at the end); a spec in stages gets ``--epochs 30`` as its stages' epochs scaled in
+    proportion (40 + 20 -> 20 + 10).  Run again, nothing trains."""
     broken = tmp_path / "abroken.pinn"
     broken.write_text(SPEC.replace("field u", "field u, u"))
     staged = tmp_path / "heat.pinn"
     staged.write_text(SPEC.replace("train epochs = 40, device = cpu", "stage adam(lr = 1e-3) epochs = 40\n"
                                    "stage lbfgs(history = 10) epochs = 20, dtype = float64\ntrain device = cpu"))
     out = tmp_path / "out"
-    assert bench.main("recipe", ["--specs", f"{broken},{staged}", "--epochs", "30", "--out", str(out)]) == 1
+    argv = ["--specs", f"{broken},{staged}", "--epochs", "30", "--out", str(out)]
+    assert bench.main("recipe", argv) == 1
     table = (out / "recipe.md").read_text()
     assert f"- {broken} seed 0:" in table and "is already declared" in table
     assert f"| {staged} | 0 |" in table
-    own = out / "runs" / "heat" / "seed0" / "own"
-    config = (own / "config.pinn").read_text()
+    runs = out / "runs" / "heat" / "seed0"
+    config = (runs / "own" / "config.pinn").read_text()
     assert ") epochs = 20, dtype = float32" in config and ") epochs = 10, dtype = float64" in config
-    assert json.loads((own / "result.json").read_text())["epochs_done"] == 30
-    assert json.loads((out / "runs" / "heat" / "seed0" / "recipe" / "result.json").read_text())["status"] == "completed"
+    own = json.loads((runs / "own" / "result.json").read_text())
+    assert own["epochs_done"] == 30
+    assert json.loads((runs / "recipe" / "result.json").read_text())["status"] == "completed"
+    recipe_config = (runs / "recipe" / "config.pinn").read_text()
+    assert f"recipe strong(time = {own['train_time_s']:.4f}".rstrip("0").rstrip(".") + " s)" in recipe_config
+    rows = list(csv.DictReader(open(out / "recipe.csv")))
+    assert [(r["spec"], bool(r["failed"])) for r in rows] == [(str(broken), True), (str(staged), False)]
+    assert bench.main("recipe", argv) == 1  # again: both runs of the staged spec are done, nothing trains
+    assert json.loads((runs / "own" / "result.json").read_text()) == own
