@@ -169,8 +169,8 @@ def test_a_compiled_run_follows_the_eager_run():
     assert sum(launches.values()) <= 16, launches
 
 
-@pytest.mark.parametrize("steps_on_device", [pytest.param(False, marks=pytest.mark.inductor), True])
-@pytest.mark.parametrize("surgery", ["config", "mconfig"])
+@pytest.mark.parametrize("surgery, steps_on_device", [pytest.param("config", False, marks=pytest.mark.inductor),
+                                                      ("config", True), ("mconfig", False), ("mconfig", True)])
 def test_the_one_graph_step_equals_the_eager_step_at_every_step_count(surgery, steps_on_device):
     """Losses, G and surgery -> proposal -> GUA -> checks as one compiled graph: the same rows and weights
     as the eager steps, and one graph for every step count (the optimizer's, and MConFIG's own), whether
