@@ -6,6 +6,7 @@ parameter gradients of losses built from them equal autograd's.
 """
 
 import copy
+import functools
 import itertools
 from pathlib import Path
 
@@ -299,6 +300,12 @@ def test_supports():
 
 # ---------------------------------------------------------------- whole losses of every spec
 
+@functools.cache
+def _compiled(path):
+    """Each spec compiled once for its four cases (its kernels and points depend on neither dtype nor layout)."""
+    return pinnspec.compile(path)
+
+
 def _loss_grads(problem, model, pts, params, use_forward, monkeypatch, layout="rows"):
     if use_forward:
         monkeypatch.setattr(plan_module.DerivativePlan, "evaluate",
@@ -319,7 +326,7 @@ def _loss_grads(problem, model, pts, params, use_forward, monkeypatch, layout="r
 def test_spec_loss_gradients(path, dtype, tol, layout, monkeypatch):
     """The losses' parameter gradients by the forward engine (either layout of its hidden layers) equal
     nested autograd's; in float32 both are as far from the float64 truth."""
-    problem = pinnspec.compile(path)
+    problem = _compiled(path)
     model = mlp(width=16, depth=3).build(problem.dim, len(problem.fields),
                                          generator=torch.Generator().manual_seed(0), dtype=dtype)
     params = problem.init_params(dtype=dtype)
