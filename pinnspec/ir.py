@@ -202,8 +202,8 @@ def table_value(name: str) -> sympy.Symbol:
 
 
 def without_jumps(value: sympy.Expr) -> sympy.Expr:
-    """``value`` with the derivatives of jumps (DiracDelta and its derivatives, from heaviside, sign or inside())
-    taken as 0, their value away from the jump."""
+    """``value`` with the derivatives of jumps (DiracDelta and its derivatives, from heaviside, sign or inside(),
+    and from min or max differentiated twice) taken as 0, their value away from the jump."""
     return value.replace(lambda e: isinstance(e, sympy.DiracDelta), lambda e: sympy.Integer(0)) \
         if value.has(sympy.DiracDelta) else value
 

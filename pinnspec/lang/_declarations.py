@@ -13,7 +13,7 @@ from ..sampling import read_file_columns
 from ..sampling import TABLE_METHODS as METHODS, TableColumnError, table_columns, table_interpolator
 from . import _ast as A
 from ._context import Context
-from ._expr import (BUILTIN_FUNCTIONS, CONSTANTS, INDICATOR_PREFIX, SPECIAL_CALLS, TABLE_SUFFIX, keyword_arguments)
+from ._expr import BUILTIN_FUNCTIONS, CONSTANTS, INDICATOR_PREFIX, SPECIAL_CALLS, TABLE_SUFFIX, keyword_arguments
 from ._geometry import BOX, indicator
 
 #: Statements a spec may hold at most once.

@@ -39,7 +39,8 @@ import numpy as np
 
 from ..registry import SAMPLERS
 
-__all__ = ["AdaptiveSampler", "ResidualNotFinite", "RAD", "RARD", "R3", "rad_weights", "rad_choice", "r3_retained", "BASE_SAMPLERS"]
+__all__ = ["AdaptiveSampler", "ResidualNotFinite", "RAD", "RARD", "R3", "rad_weights", "rad_choice", "r3_retained",
+           "BASE_SAMPLERS"]
 
 #: the samplers a candidate pool or a refill may be drawn with: random ones, that give fresh points on every
 #: draw and any count exactly (``grid`` rounds the count, ``hammersley`` repeats the same points)

@@ -275,3 +275,17 @@ def test_a_short_training_run_resamples_from_the_model(sampler, size):
             assert np.array_equal(after[:len(before)], before)  # rard keeps every point
         runs.append((trainer.points.current.sets[index].x.detach().numpy(), [row["loss"] for row in trainer.run_state.history]))
     assert np.array_equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
+
+
+def test_a_resampling_with_no_finite_residual_stops_the_run_as_diverged(monkeypatch, tmp_path):
+    """Every candidate's |r| NaN at the first adaptive draw (for epoch 11, drawn while epoch 10 runs): the run stops
+    as diverged, saying why (not an internal error), and the last checkpoint written before it stays."""
+    from pinnspec.compiler import CompiledProblem
+
+    spec = apply_overrides(pinnspec.load(str(TINY)), {"sampler": "rad", "resample": "every 10", "epochs": 30,
+                                                      "checkpoint_every": 5})
+    monkeypatch.setattr(CompiledProblem, "residual_magnitudes", lambda self, index, x, *a, **k: np.full(len(x), np.nan))
+    result = Trainer(spec, str(tmp_path)).run()
+    assert result.status == "diverged"
+    assert "training diverged at epoch 11: the residual is not finite at 2000 of 2000 points" in result.message
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=False)["epoch"] == 5
