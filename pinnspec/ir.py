@@ -462,6 +462,11 @@ class Stage:
         points = f", new points every {self.resample} epochs" if self.resample else ""
         return f"{self.optimizer} for {self.epochs} epochs in {self.dtype}{points}"
 
+    def statement(self, call: str | None = None) -> str:
+        """The stage as a spec writes it after ``stage`` (``call``: the optimizer's text, default its own)."""
+        text = f"{call or self.optimizer} epochs = {self.epochs}, dtype = {self.dtype}"
+        return text + (f", resample = {self.resample}" if self.resample else "")
+
 
 @dataclass(frozen=True)
 class Training:

@@ -4,7 +4,8 @@ import os
 
 # The suite checks pinnspec's compiled graphs against its eager ones, not inductor's SIMD code: on the CPU,
 # C++ kernels without vector intrinsics generate and compile faster (measured with every test on inductor: the
-# cold suite 6.3-6.9 min instead of 7.6 on 2 cores).  Set before torch reads it; TORCHINDUCTOR_VEC_ISA_OK=1 runs the suite on vectorised kernels.
+# cold suite 6.3-6.9 min instead of 7.6 on 2 cores).  Set before torch reads it; TORCHINDUCTOR_VEC_ISA_OK=1 runs
+# the suite on vectorised kernels.
 os.environ.setdefault("TORCHINDUCTOR_VEC_ISA_OK", "0")
 # Most compiled-equals-eager checks compile on torch's ``eager`` backend: dynamo captures the graph pinnspec
 # builds (fullgraph: a graph break is an error; a value baked in that should be an input shows at the next step)

@@ -12,6 +12,7 @@ seconds of each, and their ratio; a spec without a reference shows "-".  A run t
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
@@ -67,10 +68,8 @@ def capped(path: str, epochs: int | None) -> list[str]:
     if not stages:
         return ["--epochs", str(epochs)]
     total = sum(stage.epochs for stage in stages)
-    scaled = [max(1, round(stage.epochs * epochs / total)) for stage in stages]
-    written = [f"{stage.optimizer} epochs = {n}, dtype = {stage.dtype}"
-               + (f", resample = {stage.resample}" if stage.resample else "") for stage, n in zip(stages, scaled)]
-    return ["--set", "stage=" + "; ".join(written)]
+    scaled = [dataclasses.replace(stage, epochs=max(1, round(stage.epochs * epochs / total))) for stage in stages]
+    return ["--set", "stage=" + "; ".join(stage.statement() for stage in scaled)]
 
 
 def _train(argv: list[str], run_dir: str, threads: int) -> dict:

@@ -59,8 +59,8 @@ class Choice:
         adam = dict(first.optimizer.kwargs)
         adam["lr"] = self.lr
         return {"model": _call("model", model.name, options),
-                "stage": "; ".join([_stage(_call("stage", first.optimizer.name, adam), first)]
-                                   + [_stage(_call("stage", s.optimizer.name, dict(s.optimizer.kwargs)), s)
+                "stage": "; ".join([first.statement(_call("stage", first.optimizer.name, adam))]
+                                   + [s.statement(_call("stage", s.optimizer.name, dict(s.optimizer.kwargs)))
                                       for s in stages[1:]])}
 
 
@@ -80,11 +80,6 @@ def _call(kind: str, name: str, options: dict) -> str:
     defaults = defaults or catalog.known("optimizer" if kind == "stage" else kind).get(name, {})
     given = {k: v for k, v in options.items() if k not in defaults or defaults[k] != v}
     return f"{name}({', '.join(f'{k} = {_value(v)}' for k, v in given.items())})" if given else name
-
-
-def _stage(call: str, stage) -> str:
-    text = f"{call} epochs = {stage.epochs}, dtype = {stage.dtype}"
-    return text + (f", resample = {stage.resample}" if stage.resample else "")
 
 
 def recipe_spec(path: str, overrides: dict[str, str]):
