@@ -22,6 +22,7 @@ import time
 import torch
 
 from .. import __version__
+from .._compiling import cache_root, use_compile_cache
 from .._files import atomic_write_text
 from ..compiler import compile_spec
 from ..lang import apply_overrides, what_it_trains
@@ -38,21 +39,6 @@ COMPILED_SHARE = {"cpu": 0.5, "cuda": 0.25}
 #: the first compiled step's seconds with an empty compile cache (measured on the 2-core CPU: 21.5 s for
 #: Burgers' one graph), by device type
 COLD_FIRST_STEP_S = {"cpu": 25.0, "cuda": 40.0}
-
-
-def cache_root() -> str:
-    """pinnspec's cache folder: $PINNSPEC_CACHE_DIR, else pinnspec/ in the user's cache ($XDG_CACHE_HOME, else
-    ~/.cache)."""
-    if os.environ.get("PINNSPEC_CACHE_DIR"):
-        return os.environ["PINNSPEC_CACHE_DIR"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pinnspec")
-
-
-def use_compile_cache() -> None:
-    """torch's compile cache (inductor's kernels, the FX and AOTAutograd graphs) in the user's cache folder,
-    where it outlives /tmp's clean-ups: unless TORCHINDUCTOR_CACHE_DIR is set already."""
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(cache_root(), "torch"))
 
 
 class CompileRecords:

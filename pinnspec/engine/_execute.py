@@ -10,6 +10,10 @@ losses and G are queued on the device, so that the host can draw the next points
     one graph      losses, G and the chain as ONE torch.compile graph (step counts symbolic ints)
     one CUDA graph the one graph recorded as a CUDA graph (compile = graphs on CUDA; step counts on the device)
 
+A summing run (surgery none, no alignment) steps between validations by the weighted sum's gradient alone:
+where the one graph would run, by the summed one graph (`_traced`: traced by make_fx, compiled by inductor,
+called without torch.compile's frame capture), else by the summed losses compiled or eagerly.
+
 `plan_execution` lists the candidates in order of preference with the reason for each, and why the faster
 ones are not candidates; `Execution` runs the first and, where a compiled part fails, demotes to the next
 candidate that does not compile that part, with one notice.  Steps with a Hessian estimate (AdaHessian,
@@ -36,7 +40,7 @@ from ._compiled import CompiledLosses
 from ._gradients import loss_gradients
 
 __all__ = ["ExecutionPlan", "Candidate", "Execution", "StepContext", "StepOut", "StepFn", "plan_execution",
-           "STEP_COUNTS", "RECORDING_CALLS", "StepValues", "fetch", "with_host_steps"]
+           "STEP_COUNTS", "RECORDING_CALLS", "StepValues", "fetch", "packed", "with_host_steps"]
 
 #: the step counts of the surgery and optimizer states: ints that change every step, symbolic in the one-graph
 #: step (torch.compile's ``dynamic_sources``; the compiled function's argument names) while every tensor
@@ -74,6 +78,8 @@ class StepOut(NamedTuple):
     G: torch.Tensor | None
     chain: ChainStep
     steps: dict[str, torch.Tensor] | None = None
+    #: what `fetch` reads but the weights, packed by the graph that ran the step (`packed`), or None
+    fetched: torch.Tensor | None = None
 
 
 class StepFn(Protocol):
@@ -348,17 +354,13 @@ class OneGraph:
     float64 device tensors fed from one step to the next (what CUDA graphs need: a recorded graph replays
     the same kernel arguments at every step), else ints, symbolic in the graph (`STEP_COUNTS`)."""
 
-    def __init__(self, ctx: StepContext, losses: CompiledLosses, *, steps_on_device: bool, summed: bool = False):
-        """``summed``: the graph takes the gradient of the weighted sum of the task losses and the chain's
-        `update_summed` (a summing run's steps between validations), not G."""
+    def __init__(self, ctx: StepContext, losses: CompiledLosses, *, steps_on_device: bool):
         self.ctx, self.compiled_losses, self.steps_on_device = ctx, losses, steps_on_device
         self.name = ONE_CUDA_GRAPH if steps_on_device and losses.mode == "reduce-overhead" else ONE_GRAPH
-        if summed:
-            self.name = SUMMED_ONE_GRAPH
         self.calls = 0  # completed calls
         self.device_steps: dict[str, torch.Tensor] | None = None  # state name -> its step count, on the device
         # static shapes: the point sets' sizes never change (static kernels were faster than dynamic ones)
-        self.compiled = compiled(_bound(_one_graph_summed_step if summed else _one_graph_step, ctx.chain),
+        self.compiled = compiled(_bound(_one_graph_step, ctx.chain),
                                  dynamic=False if steps_on_device else None, mode=losses.mode)
 
     def state_loaded(self) -> None:
@@ -415,15 +417,6 @@ def _one_graph_step(chain: UpdateChain, fused, theta, inputs, counts, surgery_st
     arguments (compiled whole)."""
     tasks, conditions, G = fused(theta, inputs, counts)
     return tasks, conditions, G, chain.update(G, theta, ChainState(surgery_state, optimizer_state, weights))
-
-
-def _one_graph_summed_step(chain: UpdateChain, fused, theta, inputs, counts, surgery_state, optimizer_state,
-                           weights=None):
-    """The summed one-graph step: (tasks [m], conditions [C], None, the chain's summed step) from the gradient
-    of sum_i lambda_i L_i (lambda = ``weights``, or 1), a pure function of its arguments (compiled whole)."""
-    lam = weights.to(theta.dtype) if weights is not None else theta.new_ones(fused.m)  # [m]
-    tasks, conditions, g = fused.summed(theta, inputs, counts, lam)
-    return tasks, conditions, None, chain.update_summed(g, theta, ChainState(surgery_state, optimizer_state, weights))
 
 
 def _bound(fn, chain: UpdateChain):
@@ -497,7 +490,9 @@ class Execution:
         else the summed losses compiled with the chain eagerly (built once each)."""
         one = self.strategy.name == ONE_GRAPH
         if self._summed is None or (self._summed.name == SUMMED_ONE_GRAPH) != one:
-            self._summed = (OneGraph(self.ctx, self.compiled_losses(), steps_on_device=False, summed=True) if one
+            from ._traced import TracedSummedGraph
+
+            self._summed = (TracedSummedGraph(self.ctx, self.compiled_losses()) if one
                             else SummedGraph(self.ctx, self.compiled_losses()))
         return self._summed
 
@@ -579,12 +574,10 @@ def fetch(out: StepOut, m: int) -> StepValues:
     """Everything the host needs from a step, in one synchronisation: [finite tasks, loss, tasks and
     conditions, the chain's checks, the device's step counts]."""
     checks = out.chain.checks
-    tasks = out.logged[:m]  # [m]
     steps = list(out.steps.values()) if out.steps else []
     weights = out.chain.state.weights
-    pieces = [torch.isfinite(tasks).all(), tasks.sum(), out.logged, *checks, *steps]
-    pieces += [weights] if weights is not None else []
-    values = torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces]).tolist()
+    fetched = out.fetched if out.fetched is not None else packed(out.logged[:m], out.logged, checks, steps)
+    values = (torch.cat([fetched, weights.detach().to(torch.float64)]) if weights is not None else fetched).tolist()
     k = len(checks.conflicts)
     tasks_finite, loss, logged = values[0], values[1], values[2: 2 + len(out.logged)]
     finite_G, finite_p, *rest = values[2 + len(out.logged):]
@@ -592,6 +585,13 @@ def fetch(out: StepOut, m: int) -> StepValues:
     counts, lambdas = rest[: len(steps)], rest[len(steps):]
     return StepValues(bool(tasks_finite and finite_G and finite_p), loss, logged[:m], logged[m:], conflicts,
                        projected, cos_pu, dict(zip(out.steps or {}, (int(c) for c in counts))), lambdas)
+
+
+def packed(tasks: torch.Tensor, logged: torch.Tensor, checks, steps: list[torch.Tensor]) -> torch.Tensor:
+    """What `fetch` reads of a step but the weights, in its order, as one float64 vector: whether the task losses
+    [m] are finite, their sum, the logged losses [m + C], the chain's checks and the step counts."""
+    pieces = [torch.isfinite(tasks).all(), tasks.sum(), logged, *checks, *steps]
+    return torch.cat([x.detach().reshape(-1).to(torch.float64) for x in pieces])
 
 
 def with_host_steps(state: ChainState, steps: dict[str, int]) -> ChainState:
