@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import itertools
 import json
 import os
@@ -36,6 +37,10 @@ def compiled(fn, *, mode: str | None = None, dynamic: bool | None = None, fullgr
     backend = compile_backend()
     if backend == "inductor":
         settle_cpu_isa()
+        # the compiler's own modules (~0.6 s to import on the 2-core VM) load while the run is built, not inside
+        # its first step
+        for module in ("torch._inductor.compile_fx", "torch._inductor.standalone_compile"):
+            importlib.import_module(module)
     return torch.compile(fn, backend=backend, mode=mode if backend == "inductor" else None, dynamic=dynamic,
                          fullgraph=fullgraph)
 

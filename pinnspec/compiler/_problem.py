@@ -289,14 +289,22 @@ class CompiledProblem:
         default the spec's): one network pass per point set, or (``joint``) per entry of `passes`, the sets a
         pool joins in one pass (the same values to rounding)."""
         params = params or {}
-        out: dict[str, torch.Tensor] = {}
-        for indices, plan in self.passes if joint else [((index,), self.plans[index]) for index in self.by_set]:
-            if len(indices) == 1:
-                out.update(self.set_residuals(indices[0], model, points.sets[indices[0]], params, engine=engine))
-            else:
-                out.update(self._joint_residuals(model, indices, [points.sets[i] for i in indices], plan, params,
-                                                 engine))
-        return out
+        if not joint:
+            return {condition: r for index in self.by_set
+                    for condition, r in self.set_residuals(index, model, points.sets[index], params,
+                                                           engine=engine).items()}
+        return {condition: r for k, (indices, _) in enumerate(self.passes)
+                for condition, r in self.pass_residuals(k, model, [points.sets[i] for i in indices], params,
+                                                        engine=engine).items()}
+
+    def pass_residuals(self, k: int, model, sets: list[TorchPointSet], params: dict[str, torch.Tensor], *,
+                       engine: str | None = None) -> dict[str, torch.Tensor]:
+        """condition -> residuals of the sets of ``passes[k]`` (their points ``sets``, in its order) by one network
+        pass."""
+        indices, plan = self.passes[k]
+        if len(indices) == 1:
+            return self.set_residuals(indices[0], model, sets[0], params, engine=engine)
+        return self._joint_residuals(model, indices, sets, plan, params, engine)
 
     def _passes(self, grouping: ir.Grouping, needs: dict[int, set]) -> list[tuple[tuple[int, ...], DerivativePlan]]:
         """`passes`: the compiled sets joined where one pool of ``grouping`` holds conditions of several."""

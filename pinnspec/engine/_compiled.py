@@ -121,6 +121,16 @@ def _one_set_sums(model, problem: CompiledProblem, index: int, args: tuple, para
     return set_sums(problem, index, model, x, partner, observed, face_slices, normals, params)
 
 
+def _one_pass_sums(model, problem: CompiledProblem, k: int, inputs: list[tuple], params) -> tuple[torch.Tensor, ...]:
+    """The per-condition sums of the sets of ``problem.passes[k]`` (``inputs``: their entries of
+    `FusedGradients.inputs`, in its order), the network run once over their points (`pass_residuals`)."""
+    sets = [TorchPointSet(x, face_slices, partner, observed, normals=normals)
+            for x, partner, observed, face_slices, normals in inputs]
+    residuals = problem.pass_residuals(k, model, sets, params, engine="forward")
+    return tuple(problem.condition_sum(ck.condition, residuals[ck.condition], s.x)
+                 for s, index in zip(sets, problem.passes[k][0]) for ck in problem.by_set[index])
+
+
 def _all_sets_sums(model, problem: CompiledProblem, inputs: list[tuple], params) -> tuple[torch.Tensor, ...]:
     """Every condition's sum of squared residuals (sets in ``by_set`` order, each set's conditions in order), the
     network run once over every set's points (`CompiledProblem.all_set_residuals`)."""
@@ -198,11 +208,29 @@ class FusedGradients:
                 term = weights[i] * c
                 combined[condition] = term if condition not in combined else combined[condition] + term
         if self.problem.stacking(theta.device) == "sets":
-            sums, G = self._merged(theta, inputs, (combined,))
+            sums, g = self._merged(theta, inputs, (combined,))
+            g = g[0]
         else:
-            sums, G = self._per_set(theta, inputs, (combined,), batched=False, feeds=[(0,) if fed else ()
-                                                                                       for fed in self.feeds])
-        return (*self._stacked_losses(sums, counts), G[0])
+            sums, g = self._per_pass(theta, inputs, combined)
+        return (*self._stacked_losses(sums, counts), g)
+
+    def _per_pass(self, theta: torch.Tensor, inputs: list[tuple], coefficients: dict
+                  ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """(condition -> its sum, the gradient [p] of sum_c coefficients[c] sum_c): one network pass and one
+        pullback per entry of `CompiledProblem.passes`, the sets one pool joins together (as the eager summed
+        step evaluates them), each other set alone."""
+        position = {index: k for k, index in enumerate(self.problem.by_set)}  # set -> its entry of ``inputs``
+        sums, rows = {}, []
+        for k, (indices, _) in enumerate(self.problem.passes):
+            names = [name for index in indices for name in self.conditions[position[index]]]
+            sums_of_pass = functools.partial(self._call, _one_pass_sums, k, [inputs[position[i]] for i in indices])
+            if not any(self.feeds[position[index]] for index in indices):  # no task uses them: their losses only
+                sums.update(zip(names, sums_of_pass(theta.detach())))
+                continue
+            values, pullback = torch.func.vjp(sums_of_pass, theta)
+            sums.update(zip(names, values))
+            rows.append(pullback(tuple(_filled(v, coefficients.get(c, 0.0)) for v, c in zip(values, names)))[0])
+        return sums, rows[0] if len(rows) == 1 else torch.stack(rows).sum(dim=0)  # [p]
 
     def _stacked_losses(self, sums: dict[str, torch.Tensor], counts: dict[str, int]
                         ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -213,14 +241,12 @@ class FusedGradients:
         conditions = torch.stack([losses.conditions[name] for name in self.problem.condition_kernels])  # [C]
         return tasks, conditions
 
-    def _per_set(self, theta: torch.Tensor, inputs: list[tuple], coefficients, batched: bool, feeds=None
+    def _per_set(self, theta: torch.Tensor, inputs: list[tuple], coefficients, batched: bool
                  ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """(condition -> its sum, G [k, p]): a network pass per set, a pullback per task it feeds (``batched``:
-        one vmapped pullback of a set's tasks).  ``coefficients``: per task {condition: c} (a number, or a 0-d
-        tensor), the grouping's unless given with ``feeds`` (per set, the tasks it feeds)."""
-        feeds = self.feeds if feeds is None else feeds
+        """(condition -> its sum, G [m, p]): a network pass per set, a pullback per task it feeds (``batched``:
+        one vmapped pullback of a set's tasks).  ``coefficients``: per task {condition: c} (a number)."""
         sums, shares = {}, [[] for _ in coefficients]  # condition -> its sum; task -> its sets' rows [p]
-        for index, names, fed, args in zip(self.problem.by_set, self.conditions, feeds, inputs):
+        for index, names, fed, args in zip(self.problem.by_set, self.conditions, self.feeds, inputs):
             sums_of_set = functools.partial(self._call, _one_set_sums, index, args)
             if not fed:  # conditions no task of this grouping uses: their losses only
                 sums.update(zip(names, sums_of_set(theta.detach())))

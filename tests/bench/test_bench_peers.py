@@ -34,6 +34,7 @@ def test_the_summary_takes_medians_and_ratios_to_deepxde():
     assert rows["deepxde"]["ms_per_iteration"] == 6.0 and rows["deepxde"]["ratio_ms"] == 1.0
     assert rows["pinnspec eager"]["ratio_ms"] == pytest.approx(4.0 / 6.0)
     assert rows["pinnspec eager"]["ratio_loop"] == pytest.approx(20.0 / 30.0)
+    assert rows["pinnspec eager"]["total_s"] == 21.0 and rows["pinnspec eager"]["ratio_total"] == pytest.approx(21 / 31)
     assert rows["pinnspec eager"]["rel_l2_mean"] == pytest.approx(0.2) and rows["pinnspec eager"]["seeds"] == 3
     alone = _peers.summarize(runs[3:], ["pinnspec eager"])[0]
     assert alone["ratio_ms"] is None and "| - |" in _peers.markdown([alone], 10, 3)
