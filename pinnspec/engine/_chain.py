@@ -166,18 +166,25 @@ class UpdateChain:
                       ) -> ChainStep:
         """The step of a chain that `sums_tasks` from g [p], the gradient of sum_i lambda_i L_i (what surgery
         `none` makes of diag(lambda) G, by one backward pass instead of m): the same p to rounding, no conflict
-        statistics (the indicators read 0; the step is not counted in the rates)."""
+        statistics (the indicators read 0; the step is not counted in the rates).  Such a chain does not align:
+        p is u (projected 0, cos(p, u) 1; neither is logged for a chain that does not align)."""
         u, tentative = self.optimizer.propose(g, state.optimizer, params=theta, hessian=hessian)  # [p]
         p, optimizer_state = self.alignment.align(u, None, tentative, self.optimizer, params=theta)  # [p]
-        checks = _checks(g, u, p, g.new_zeros(3, dtype=torch.float64))
+        no = g.new_zeros(1, dtype=torch.float64)
+        checks = Checks(_flag(torch.isfinite(g).all()), _flag(torch.isfinite(p).all()),
+                        g.new_zeros(3, dtype=torch.float64), no, no + 1)
         return ChainStep(p, ChainState(state.surgery, optimizer_state, state.weights), checks, g, u)
+
+
+def _flag(t: Tensor) -> Tensor:
+    """A boolean or number as a float64 [1]."""
+    return t.reshape(1).to(torch.float64)
 
 
 def _checks(G: Tensor, u: Tensor, p: Tensor, conflicts: Tensor) -> Checks:
     """The step's checks: G (or the summed gradient) and p finite, the ``conflicts`` [3 | 4], whether the
     alignment changed u, and cos(p, u)."""
     u64, p64 = u.detach().to(torch.float64), p.detach().to(torch.float64)
-    flag = lambda t: t.reshape(1).to(torch.float64)  # noqa: E731
-    return Checks(flag(torch.isfinite(G).all()), flag(torch.isfinite(p).all()), conflicts,
-                  flag((p64 - u64).norm() > 0), flag(u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)))
+    return Checks(_flag(torch.isfinite(G).all()), _flag(torch.isfinite(p).all()), conflicts,
+                  _flag((p64 - u64).norm() > 0), _flag(u64 @ p64 / (u64.norm() * p64.norm() + 1e-30)))
 
