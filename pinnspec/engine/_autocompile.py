@@ -28,7 +28,8 @@ from ..compiler import compile_spec
 from ..lang import apply_overrides, what_it_trains
 from ._build import DTYPES, build_model
 from ._chain import UpdateChain
-from ._execute import EAGER, plan_execution
+from ._execute import plan_execution
+from ._step import EAGER
 from ._gradients import loss_gradients
 
 __all__ = ["decide_compile", "use_compile_cache", "compile_key", "CompileRecords", "COMPILED_SHARE", "COLD_FIRST_STEP_S"]

@@ -31,7 +31,8 @@ from ..catalog import CHAIN_STATEMENTS
 from ..compiler import Losses, Points
 from ..lang import what_it_trains
 from ._compiled import BatchedGradients, FusedGradients
-from ._execute import BATCHED, BATCHED_CHAIN_EAGER, RECORDING_CALLS, Demote, TwoGraphs, _reason
+from ._execute import RECORDING_CALLS, TwoGraphs
+from ._step import BATCHED, BATCHED_CHAIN_EAGER, Demote, _reason
 from ._results import Result
 from ._run_state import GroupLane
 

@@ -36,7 +36,7 @@ from ..compiler import CompiledProblem, Points
 from ..forward import supports
 from ..optim import quasi_newton
 from ._compiled import CompiledLosses
-from ._execute import _reason
+from ._step import _reason
 
 __all__ = ["SummedObjective", "ObjectiveGraph", "QuasiNewtonStage", "STALLED_LINE_SEARCHES", "SECOND_ORDER_BLOCKS"]
 

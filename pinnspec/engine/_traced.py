@@ -26,7 +26,7 @@ from torch.utils import _pytree as pytree
 from .._compiling import compile_backend, settle_cpu_isa
 from ._compiled import CompiledLosses
 from ._chain import ChainState, UpdateChain
-from ._execute import SUMMED_ONE_GRAPH, Demote, StepContext, StepOut, _has_step, _reason, packed
+from ._step import SUMMED_ONE_GRAPH, Demote, StepContext, StepOut, _has_step, _reason, packed
 
 __all__ = ["TracedSummedGraph", "MAX_SIGNATURES"]
 

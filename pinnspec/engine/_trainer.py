@@ -39,7 +39,8 @@ from ._autocompile import CompileRecords, compile_key, decide_compile, use_compi
 from ._budget import TimeBudget
 from ._build import DTYPES, build_model, check_dense_stages, resolve_device
 from ._chain import ChainState, UpdateChain
-from ._execute import Execution, StepContext, StepOut, StepValues, fetch, plan_execution, with_host_steps
+from ._execute import Execution, plan_execution
+from ._step import StepContext, StepOut, StepValues, fetch, with_host_steps
 from ._group import resume_in_lane
 from ._memory import check_memory
 from ._monitor import Evaluation, Monitor, TrainingDiverged

@@ -11,7 +11,7 @@ import torch
 import pinnspec
 from pinnspec.engine import RunGroup, Trainer, group_blocker, load_run
 from pinnspec.engine._artifacts import load_checkpoint
-from pinnspec.engine._execute import BATCHED
+from pinnspec.engine._step import BATCHED
 from pinnspec.lang._overrides import apply_overrides
 
 TINY = Path(__file__).resolve().parent / "data" / "tiny.pinn"
