@@ -1,4 +1,4 @@
-"""``pinnspec bench peers``: pinnspec beside DeepXDE on DeepXDE's own Burgers example, in one sitting.
+"""``pinnspec bench peers``: pinnspec beside DeepXDE (and PINA where it installs) on DeepXDE's Burgers example.
 
 The problem, network, point counts and loss are DeepXDE's (its ``examples/pinn_forward/Burgers.py``):
 u_t + u u_x = (0.01/pi) u_xx on x in [-1, 1], t in [0, 0.99], u(x, 0) = -sin(pi x), u(+-1, t) = 0; a tanh MLP
@@ -14,9 +14,12 @@ the compiler's modules) and set-up plus loop with its ratio, and the
 rel-L2 of the final model on one 256 x 100 grid against the Cole-Hopf solution (pinnspec's
 ``cole_hopf_burgers``), over the seeds.
 
-What differs: each tool draws its own Hammersley points of the same counts, and initialises its own network
-(DeepXDE: Glorot normal; pinnspec: Xavier uniform).  DeepXDE is an optional extra (``pip install
-pinnspec[peers]``); without it the bench says so and exits 1.
+What differs: each tool draws its own points of the same counts (Hammersley; PINA, which has no Hammersley
+sampler, Latin hypercube) and initialises its own network (DeepXDE: Glorot normal; pinnspec: Xavier uniform;
+PINA: torch's default).  PINA (pina-mathlab, on PyTorch Lightning) writes DeepXDE's pooled PDE loss as three
+conditions weighed by their shares of the points.  DeepXDE and PINA are an optional extra (``pip install
+pinnspec[peers]``); without DeepXDE the bench says so and exits 1, without PINA it leaves PINA out (unless
+``--contenders`` names it).
 """
 
 from __future__ import annotations
@@ -58,7 +61,10 @@ optimizer adam(lr = 1e-3)
 schedule  constant
 train     epochs = 5000, seed = 0, grouping = deepxde
 """
-CONTENDERS = ("deepxde", "pinnspec eager", "pinnspec compile = on", "pinnspec compile = auto")
+CONTENDERS = ("deepxde", "pina", "pinnspec eager", "pinnspec compile = on", "pinnspec compile = auto")
+#: the peers besides pinnspec, with the module that tells whether each is installed and how to install it
+PEERS = {"deepxde": ("deepxde", "pip install 'pinnspec[peers]' (DeepXDE with its torch backend)"),
+         "pina": ("pina", "pip install 'pinnspec[peers]' (PINA, pina-mathlab)")}
 #: the compile setting of each pinnspec contender
 COMPILE = {"pinnspec eager": "off", "pinnspec compile = on": "on", "pinnspec compile = auto": "auto"}
 
@@ -67,8 +73,8 @@ def build_parser() -> Parser:
     p = Parser(prog="pinnspec bench peers", description=__doc__.split("\n\n")[0])
     p.add_argument("--iterations", type=positive, default=5000, help="Adam iterations per run (default 5000)")
     p.add_argument("--seeds", type=positive, default=3, help="seeds 0 .. N-1 per contender (default 3)")
-    p.add_argument("--contenders", default=",".join(CONTENDERS),
-                   help=f"comma-separated, of: {', '.join(CONTENDERS)} (default all)")
+    p.add_argument("--contenders", default=None,
+                   help=f"comma-separated, of: {', '.join(CONTENDERS)} (default: all; PINA where it is installed)")
     p.add_argument("--out", help="also write peers.md and peers.csv here")
     return p
 
@@ -80,15 +86,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args) -> int:
     from ._common import run_fresh
 
-    contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
-    unknown = [c for c in contenders if c not in CONTENDERS]
-    if unknown:
-        raise BenchError(f"unknown contender {', '.join(unknown)} (known: {', '.join(CONTENDERS)})")
-    if "deepxde" in contenders:
-        probe = run_fresh("pinnspec.bench._peers", ["--has-deepxde"], env=_ONE_THREAD)
-        if probe.returncode != 0:
-            raise BenchError("DeepXDE is not installed: pip install 'pinnspec[peers]' (DeepXDE with its torch "
-                             "backend), or leave it out with --contenders")
+    contenders = select(args.contenders, lambda module: run_fresh(
+        "pinnspec.bench._peers", ["--has", module], env=_ONE_THREAD).returncode == 0)
     if any(COMPILE.get(c, "off") != "off" for c in contenders):
         # a warm compile cache, as a user's second run has it: one short compiled run first, untimed (it also
         # records its first step, which `compile = auto` reads)
@@ -113,6 +112,26 @@ def _run(args) -> int:
         os.makedirs(args.out, exist_ok=True)
         write_outputs(args.out, "peers", text, list(rows[0]), rows)
     return EXIT_OK
+
+
+def select(contenders: str | None, installed) -> list[str]:
+    """The contenders to run: ``contenders`` (comma-separated), else all, PINA only where ``installed(module)``
+    says it is (and a line that it is left out); a named peer that is not installed, or an unknown name, is a
+    `BenchError`."""
+    names = [c.strip() for c in (contenders or ",".join(CONTENDERS)).split(",") if c.strip()]
+    unknown = [c for c in names if c not in CONTENDERS]
+    if unknown:
+        raise BenchError(f"unknown contender {', '.join(unknown)} (known: {', '.join(CONTENDERS)})")
+    for peer in [c for c in names if c in PEERS]:
+        module, install = PEERS[peer]
+        if installed(module):
+            continue
+        if peer == "pina" and contenders is None:  # PINA where it installs
+            print(f"PINA is not installed ({install}): left out", flush=True)
+            names.remove(peer)
+            continue
+        raise BenchError(f"{peer} is not installed: {install}, or leave it out with --contenders")
+    return names
 
 
 _ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "DDE_BACKEND": "pytorch"}
@@ -205,6 +224,75 @@ def run_deepxde(seed: int, iterations: int) -> dict:
             "execution": "deepxde"}
 
 
+def run_pina(seed: int, iterations: int) -> dict:
+    """The same problem, network, point counts and loss in PINA (pina-mathlab), timed around its trainer's
+    ``train``: the PDE's conditions on the interior, boundary and initial points weighed by their shares of
+    the 2,780 points (DeepXDE's pooled mean), the boundary and initial conditions at weight 1; Latin-hypercube
+    points drawn once (PINA has no Hammersley sampler); Adam at 1e-3, full batch, one step per epoch, without
+    validation, logging, progress bar or checkpoints."""
+    import warnings
+
+    warnings.filterwarnings("ignore")  # PINA's and Lightning's deprecation notes and tips
+    import numpy as np
+    import torch
+    from pina import Condition, Trainer
+    from pina.domain import CartesianDomain
+    from pina.equation import Equation
+    from pina.equation.zoo import FixedValue
+    from pina.model import FeedForward
+    from pina.operator import grad, laplacian
+    from pina.optim import TorchOptimizer
+    from pina.problem import SpatialProblem, TimeDependentProblem
+    from pina.solver import PhysicsInformedSingleModelSolver
+    from pina.weighting import ScalarWeighting
+
+    built = time.perf_counter()
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+
+    def burgers(x, u):
+        return grad(u, x, d=["t"]) + u * grad(u, x, d=["x"]) - NU * laplacian(u, x, d=["x"])
+
+    def initial(x, u):
+        return u + torch.sin(torch.pi * x["x"])
+
+    space, times = CartesianDomain({"x": [-1, 1]}), CartesianDomain({"t": [0, 0.99]})
+
+    class Burgers(TimeDependentProblem, SpatialProblem):
+        output_variables = ["u"]
+        spatial_domain, temporal_domain = space, times
+        domains = {"D": space.update(times), "walls": space.partial().update(times),
+                   "t0": space.update(CartesianDomain({"t": 0}))}
+        conditions = {"D": Condition(domain="D", equation=Equation(burgers)),
+                      "walls_pde": Condition(domain="walls", equation=Equation(burgers)),
+                      "t0_pde": Condition(domain="t0", equation=Equation(burgers)),
+                      "walls": Condition(domain="walls", equation=FixedValue(0.0)),
+                      "t0": Condition(domain="t0", equation=Equation(initial))}
+
+    problem = Burgers()
+    counts = {"D": 2540, "walls": 80, "t0": 160}
+    for domain, n in counts.items():
+        problem.discretise_domain(n, "lh", domains=[domain])
+    pooled = sum(counts.values())
+    weights = {"D": counts["D"] / pooled, "walls_pde": counts["walls"] / pooled, "t0_pde": counts["t0"] / pooled,
+               "walls": 1.0, "t0": 1.0}
+    model = FeedForward(input_dimensions=2, output_dimensions=1, inner_size=20, n_layers=3, func=torch.nn.Tanh)
+    solver = PhysicsInformedSingleModelSolver(problem=problem, model=model,
+                                              optimizer=TorchOptimizer(torch.optim.Adam, lr=1e-3),
+                                              weighting=ScalarWeighting(weights=weights))
+    trainer = Trainer(solver, max_epochs=iterations, accelerator="cpu", batch_size=None, train_size=1.0,
+                      val_size=0.0, test_size=0.0, enable_progress_bar=False, logger=False,
+                      enable_model_summary=False, enable_checkpointing=False)
+    started = time.perf_counter()
+    trainer.train()
+    loop = time.perf_counter() - started
+    grid = _test_grid()  # columns x, t: PINA's input variables in its order
+    with torch.no_grad():
+        prediction = model(torch.as_tensor(grid, dtype=torch.float32)).double().numpy()
+    return {"setup_s": started - built, "loop_s": loop, "rel_l2": _rel_l2(prediction, _reference(grid)),
+            "execution": "pina"}
+
+
 def run_pinnspec(seed: int, iterations: int, compile_setting: str) -> dict:
     """The spec above through the public API, timed around ``Trainer.run`` (a compiled run's first step
     compiles inside the loop's time; ``compile = auto`` decides when the Trainer is built, before it)."""
@@ -227,16 +315,18 @@ def run_pinnspec(seed: int, iterations: int, compile_setting: str) -> dict:
 
 
 def _worker(argv: list[str]) -> int:
-    if argv == ["--has-deepxde"]:
+    if argv[0] == "--has":
         import importlib.util
 
-        return 0 if importlib.util.find_spec("deepxde") is not None else 1
+        return 0 if importlib.util.find_spec(argv[1]) is not None else 1
     contender, seed, iterations = argv[1], int(argv[2]), int(argv[3])
     import torch
 
     torch.set_num_threads(1)
     if contender == "deepxde":
         record = run_deepxde(seed, iterations)
+    elif contender == "pina":
+        record = run_pina(seed, iterations)
     else:
         record = run_pinnspec(seed, iterations, COMPILE[contender])
     record.update(contender=contender, seed=seed, iterations=iterations,

@@ -40,15 +40,28 @@ def test_the_summary_takes_medians_and_ratios_to_deepxde():
     assert alone["ratio_ms"] is None and "| - |" in _peers.markdown([alone], 10, 3)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("deepxde") is None, reason="DeepXDE (the peers extra) is not installed")
-def test_a_short_run_of_every_contender(tmp_path, capsys):
+@pytest.mark.skipif(importlib.util.find_spec("deepxde") is None or importlib.util.find_spec("pina") is None,
+                    reason="DeepXDE and PINA (the peers extra) are not installed")
+def test_a_short_run_of_every_peer(tmp_path, capsys):
     assert _peers.main(["--iterations", "30", "--seeds", "1", "--out", str(tmp_path),
-                        "--contenders", "deepxde,pinnspec eager"]) == 0
+                        "--contenders", "deepxde,pina,pinnspec eager"]) == 0
     out = capsys.readouterr().out
-    assert "| deepxde |" in out and "| pinnspec eager |" in out and "1.00x" in out
+    assert "| deepxde |" in out and "| pina |" in out and "| pinnspec eager |" in out and "1.00x" in out
     assert (tmp_path / "peers.md").is_file() and (tmp_path / "peers.csv").is_file()
 
 
 def test_an_unknown_contender_is_a_usage_error(capsys):
     assert _peers.main(["--contenders", "dexde"]) == 1
     assert "unknown contender dexde" in capsys.readouterr().err
+
+
+def test_pina_is_left_out_of_the_default_set_where_it_is_not_installed(capsys):
+    without_pina = lambda module: module != "pina"  # noqa: E731
+    assert _peers.select(None, without_pina) == [c for c in _peers.CONTENDERS if c != "pina"]
+    assert "PINA is not installed" in capsys.readouterr().out
+    assert _peers.select("deepxde,pinnspec eager", without_pina) == ["deepxde", "pinnspec eager"]
+    with pytest.raises(_peers.BenchError, match="^pina is not installed: pip install 'pinnspec\\[peers\\]'"):
+        _peers.select("pina", without_pina)
+    with pytest.raises(_peers.BenchError, match="^deepxde is not installed"):
+        _peers.select(None, lambda module: False)
+
