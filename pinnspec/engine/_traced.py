@@ -7,13 +7,15 @@ data-dependent branch fails the trace instead of being baked in), the graph is c
 (``torch._inductor.standalone_compile``; its FX-graph and kernel caches make a later process's compile a
 load) and then called directly.  What torch.compile spends on every first step (interpreting the Python
 bytecode of the step, ~2 s for DeepXDE's Burgers) and on every step (checking ~900 guards on the objects the
-step reads, ~0.2 ms) is replaced by a trace of ~0.3 s and a check of the step's own inputs: the structure
+step reads, ~0.2 ms) is replaced by a trace of 0.3-0.8 s and a check of the step's own inputs: the structure
 and non-tensor values of the arguments and every tensor's shape, dtype and device (`signature`).  A new
 signature traces again; more than `MAX_SIGNATURES` mean the inputs change every step, and the step demotes.
 
 The chain states' step counts enter as 0-d float64 tensors filled from the state's ints at every call (as in
-the one CUDA graph: an int would be a constant of the graph) and come back as tensors, fetched with the losses.  The network's buffers (Fourier frequencies, embeddings) are read from the module while
-tracing and stay constants of the graph: they are fixed when the network is built.
+the one CUDA graph: an int would be a constant of the graph) and come back as tensors, fetched with the
+losses in one vector the graph packs (`packed`).  The network's buffers (Fourier frequencies, embeddings) and
+the spec's data tables are read while tracing and stay constants of the graph: they are fixed when the run is
+built.
 """
 
 from __future__ import annotations
