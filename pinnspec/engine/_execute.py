@@ -110,9 +110,11 @@ def plan_execution(problem: CompiledProblem, model, chain: UpdateChain, *, group
     hessian = ("eager (the estimate needs double backward through the losses)" if chain.uses_hessian else None)
     summed = None
     if chain.sums_tasks and t.setting("diagnostics") == "validation":
-        summed = ("one backward pass of the weighted sum of the task losses (with compile on: the losses and that "
-                  "gradient as one graph, 'summed graph'); G and the conflict statistics at validation epochs only, "
-                  "by the eager step (surgery none, no alignment; train diagnostics = every: at every step)"
+        summed = ("one backward pass of the weighted sum of the task losses (with compile on, where the one graph "
+                  "runs: the losses, that gradient and the chain's step traced as one graph and compiled by inductor, "
+                  "'summed one graph'; else the losses and that gradient as one graph, 'summed graph'); G and the "
+                  "conflict statistics at validation epochs only, by the eager step (surgery none, no alignment; "
+                  "train diagnostics = every: at every step)"
                   + (f", and where {t.weights.name} measures G" if chain.weights.measures == "G" else "")
                   + ("; a CUDA graph's steps form G at every step" if compile_setting == "graphs"
                      and device.type == "cuda" else ""))
