@@ -67,6 +67,20 @@ def test_a_run_traces_its_summed_step_once_and_steps_as_the_eager_run():
     assert compiled.chain_state.optimizer.step == eager.chain_state.optimizer.step == 12
 
 
+@pytest.mark.parametrize("example", ["advection_periodic", "coefficient_table"])
+def test_buffers_and_data_tables_are_constants_of_the_traced_graph(example):
+    """A periodic embedding's buffers and a coefficient read from a data table, traced into the graph: the
+    same steps as the eager run (float64)."""
+    path = Path(__file__).parents[2] / "examples" / example / f"{example}.pinn"
+    settings = {"epochs": 6, "surgery": "none", "align": "none", "dtype": "float64", "seed": 0}
+    runs = [Trainer(apply_overrides(loads(path.read_text(), filename=str(path)), dict(settings, compile=c)))
+            for c in ("on", "off")]
+    for run in runs:
+        run.run()
+    assert runs[0].execution.current == "summed one graph" and runs[0].execution._summed.calls == 5
+    torch.testing.assert_close(runs[0].theta_flat(), runs[1].theta_flat(), rtol=1e-12, atol=1e-14)
+
+
 def test_inputs_that_keep_changing_demote_to_the_summed_graph(monkeypatch, capsys):
     monkeypatch.setattr(_traced, "MAX_SIGNATURES", 0)
     compiled, eager = trainer(compile="on"), trainer()
