@@ -161,7 +161,7 @@ class Products:
         if value is None:
             dz = self.dz
             if len(key) == 2:
-                value = dz[key[0]].square() if key[0] == key[1] else dz[key[0]] * dz[key[1]]
+                value = dz[key[0]] * dz[key[1]]  # a square too: the product's backward is cheaper than pow's
             else:
                 value = self(key[:-1]) * dz[key[-1]]
             self.cache[key] = value
