@@ -29,13 +29,14 @@ from ..lang import apply_overrides, what_it_trains
 from ._build import DTYPES, build_model
 from ._chain import UpdateChain
 from ._execute import plan_execution
-from ._step import EAGER
 from ._gradients import loss_gradients
+from ._step import EAGER
 
 __all__ = ["decide_compile", "use_compile_cache", "compile_key", "CompileRecords", "COMPILED_SHARE", "COLD_FIRST_STEP_S"]
 
 #: a compiled step's time as a share of the eager one, by device type (measured: DeepXDE's Burgers on the
-#: 2-core CPU, `pinnspec bench peers`, 2.8 ms against 5.7; a GPU gains more, from fewer kernel launches)
+#: 2-core CPU, `pinnspec bench peers`, the summed one graph 2.05 ms against 4.30 eager, per iteration with the
+#: first step; a GPU gains more, from fewer kernel launches)
 COMPILED_SHARE = {"cpu": 0.5, "cuda": 0.25}
 #: the first compiled step's seconds with an empty compile cache (measured on the 2-core CPU: 21.5 s for
 #: Burgers' one graph), by device type

@@ -32,9 +32,9 @@ from ..compiler import Losses, Points
 from ..lang import what_it_trains
 from ._compiled import BatchedGradients, FusedGradients
 from ._execute import RECORDING_CALLS, TwoGraphs
-from ._step import BATCHED, BATCHED_CHAIN_EAGER, Demote, _reason
 from ._results import Result
 from ._run_state import GroupLane
+from ._step import BATCHED, BATCHED_CHAIN_EAGER, Demote, _reason
 
 if TYPE_CHECKING:
     from ._trainer import Trainer

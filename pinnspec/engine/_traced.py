@@ -26,8 +26,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .._compiling import compile_backend, settle_cpu_isa
-from ._compiled import CompiledLosses
 from ._chain import ChainState, UpdateChain
+from ._compiled import CompiledLosses
 from ._step import SUMMED_ONE_GRAPH, Demote, StepContext, StepOut, _has_step, _reason, packed
 
 __all__ = ["TracedSummedGraph", "MAX_SIGNATURES"]

@@ -40,7 +40,6 @@ from ._budget import TimeBudget
 from ._build import DTYPES, build_model, check_dense_stages, resolve_device
 from ._chain import ChainState, UpdateChain
 from ._execute import Execution, plan_execution
-from ._step import StepContext, StepOut, StepValues, fetch, with_host_steps
 from ._group import resume_in_lane
 from ._memory import check_memory
 from ._monitor import Evaluation, Monitor, TrainingDiverged
@@ -48,6 +47,7 @@ from ._points import PointStream
 from ._results import Result, RunFiles
 from ._run_state import RunState
 from ._stages import ObjectiveGraph, QuasiNewtonStage
+from ._step import StepContext, StepOut, StepValues, fetch, with_host_steps
 from ._weights import GradNorm, ntk_magnitudes
 
 __all__ = ["Trainer"]
