@@ -49,27 +49,28 @@ _RETURNED = _Dataclass()
 
 def _tree(obj):
     """``obj`` with every dataclass instance (a chain state) written as ``(_MARK, cls, {field: value})``."""
-    if is_dataclass(obj) and not isinstance(obj, type):
-        return (_MARK, type(obj), {f.name: _tree(getattr(obj, f.name)) for f in fields(obj)})
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple: pytree keeps its type
-        return type(obj)(*(_tree(v) for v in obj))
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_tree(v) for v in obj)
-    if isinstance(obj, dict):
-        return {k: _tree(v) for k, v in obj.items()}
-    return obj
+    return _rebuilt(obj, lambda x: (_MARK, type(x), {f.name: _tree(getattr(x, f.name)) for f in fields(x)})
+                    if is_dataclass(x) and not isinstance(x, type) else None)
 
 
 def _untree(obj):
     """The inverse of `_tree`."""
-    if isinstance(obj, tuple) and len(obj) == 3 and obj[0] is _MARK:
-        return obj[1](**{k: _untree(v) for k, v in obj[2].items()})
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(_untree(v) for v in obj))
+    return _rebuilt(obj, lambda x: x[1](**{k: _untree(v) for k, v in x[2].items()})
+                    if isinstance(x, tuple) and len(x) == 3 and x[0] is _MARK else None)
+
+
+def _rebuilt(obj, special):
+    """``obj`` rebuilt through NamedTuples, lists, tuples and dicts, where ``special(part)`` (not None) replaces a
+    part; other leaves as they are."""
+    replaced = special(obj)
+    if replaced is not None:
+        return replaced
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple: pytree keeps its type
+        return type(obj)(*(_rebuilt(v, special) for v in obj))
     if isinstance(obj, (list, tuple)):
-        return type(obj)(_untree(v) for v in obj)
+        return type(obj)(_rebuilt(v, special) for v in obj)
     if isinstance(obj, dict):
-        return {k: _untree(v) for k, v in obj.items()}
+        return {k: _rebuilt(v, special) for k, v in obj.items()}
     return obj
 
 
