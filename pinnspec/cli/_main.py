@@ -188,6 +188,7 @@ def _summary(result) -> str:
     lines = [
         f"{result.problem}: {result.status} after {result.epochs_done}/{result.epochs} epochs "
         f"in {result.train_time_s:.1f} s on {result.device}",
+        *([f"  {result.message}"] if result.status == "completed" and result.message else []),
         "  " + _errors_line(result, best, final),
         f"  conflict rates R_g {fmt(rates['R_g'])} -> R_a {fmt(rates['R_a'])} -> R_u {fmt(rates['R_u'])}"
         f" -> R_p {fmt(rates['R_p'])}",

@@ -38,3 +38,29 @@ class TimeBudget:
 
     def load_state_dict(self, state: dict) -> None:
         self.deadline = state.get("budget_deadline")
+
+
+@dataclass(frozen=True)
+class DiscrepancyStop:
+    """``train stop = discrepancy``: Morozov's discrepancy principle for observations with stated noise.  The
+    loss of a data condition with K observed fields is the mean over its observations of the summed squared
+    misfits; at the exact fields it is K sigma^2 on average (the noise's variance per field).  A model whose loss
+    is below that fits the noise too, so the run ends after the first epoch where every such condition's loss
+    is at most its K sigma^2 (``thresholds``: condition -> K sigma^2)."""
+
+    thresholds: tuple[tuple[str, float], ...]
+
+    @classmethod
+    def of(cls, problem) -> "DiscrepancyStop | None":
+        """The stop of an ``ir.Problem`` whose `train stop` is ``discrepancy``, else None."""
+        if problem.training.setting("stop") != "discrepancy":
+            return None
+        return cls(tuple((c.name, len(c.region.fields) * c.region.noise ** 2) for c in problem.conditions
+                         if c.kind == "data" and getattr(c.region, "noise", None)))
+
+    def reached(self, row: dict) -> bool:
+        """Whether the losses of an epoch's history row (``loss:NAME``) are all within their thresholds."""
+        return all(row.get(f"loss:{name}", float("inf")) <= threshold for name, threshold in self.thresholds)
+
+    def describe(self) -> str:
+        return ", ".join(f"{name} {threshold:.3g}" for name, threshold in self.thresholds)

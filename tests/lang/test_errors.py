@@ -189,6 +189,8 @@ CASES = [
     ("unknown data option", HEAD + PDE + 'data obs from "obs.csv": u, nois = 0.1\n', 6, 29, "did you mean 'noise'"),
     ("data noise not positive", HEAD + PDE + 'data obs from "obs.csv": u, noise = 0\n', 6, 37, "must be > 0"),
     ("data noise twice", HEAD + PDE + 'data obs from "obs.csv": u, noise = 0.1, noise = 0.2\n', 6, 42, "given twice"),
+    ("stop = discrepancy without noisy data", HEAD + PDE + 'data obs from "obs.csv": u\ntrain stop = discrepancy\n', 7,
+     7, "needs a data condition that states its noise"),
     ("unknown reference", HEAD + PDE + "reference colehopf()\n", 6, 11, "unknown reference"),
     # --- coefficient tables
     ("table file missing", HEAD + 'let a = table("no.csv")\n' + PDE, 5, 15, "does not exist"),

@@ -1,0 +1,80 @@
+"""`train stop = discrepancy`: a run ends after the first epoch where every data condition with stated noise fits
+its observations to the noise (loss <= K sigma^2).  The oracle is the run's own history, read row by row."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from pinnspec.cli._main import _summary
+from pinnspec.engine import Trainer, load_run
+from pinnspec.engine._budget import DiscrepancyStop
+from pinnspec.lang import loads
+
+SIGMA = 0.1
+SPEC = """problem noisy
+space x in [0, 1]
+time  t in [0, 1]
+field u
+equation heat: u_t = u_xx
+data obs from "{path}": u, noise = 0.1
+exact u = exp(-t)*sin(x)
+points heat 64
+model mlp(width = 16, depth = 2)
+optimizer adam(lr = 1e-2)
+schedule constant
+train epochs = 600, seed = 0, device = cpu, checkpoint_every = 50{extra}
+"""
+
+
+@pytest.fixture
+def observations(tmp_path):
+    """60 noisy observations of exp(-t) sin(x): a 16-wide network fits them to their noise within 600 epochs."""
+    rng = np.random.default_rng(1)
+    x, t = rng.uniform(size=60), rng.uniform(size=60)  # [60]
+    u = np.exp(-t) * np.sin(x) + rng.normal(0.0, SIGMA, size=60)
+    path = tmp_path / "obs.csv"
+    np.savetxt(path, np.stack([x, t, u], axis=1), delimiter=",", header="x,t,u", comments="")
+    return path
+
+
+def _spec(path, extra=", stop = discrepancy"):
+    return loads(SPEC.format(path=path.as_posix(), extra=extra))
+
+
+def _obs_losses(run_dir) -> list[float]:
+    with open(run_dir / "history.csv") as f:
+        return [float(row["loss:obs"]) for row in csv.DictReader(f)]
+
+
+def test_the_run_ends_where_the_observations_first_fit_their_noise(tmp_path, observations):
+    result = Trainer(_spec(observations), str(tmp_path / "run")).run()
+    losses = _obs_losses(tmp_path / "run")
+    assert result.status == "completed" and result.epochs == result.epochs_done == len(losses) < 600
+    assert losses[-1] <= SIGMA ** 2 and all(loss > SIGMA ** 2 for loss in losses[:-1])
+    assert f"fit their noise after epoch {len(losses)}" in result.message
+    assert result.message in _summary(result)  # the command line's summary says why the run ended
+    # without the stop the same run goes on past that epoch, the same up to it
+    plain = Trainer(_spec(observations, extra=""), str(tmp_path / "plain")).run()
+    assert plain.epochs_done == 600 and _obs_losses(tmp_path / "plain")[: len(losses)] == losses
+
+
+def test_a_stopped_run_resumes_as_a_completed_run(tmp_path, observations):
+    first = Trainer(_spec(observations), str(tmp_path / "run")).run()
+    resumed = load_run(str(tmp_path / "run"))
+    assert resumed.epochs == first.epochs_done and resumed.run().epochs_done == first.epochs_done
+
+
+def test_the_thresholds_count_the_observed_fields(tmp_path):
+    """Two observed fields with sd 0.5: the loss at the exact fields is 2 * 0.25 on average."""
+    (tmp_path / "uv.csv").write_text("x,u,v\n0.1,1,2\n0.5,3,4\n", encoding="utf-8")
+    spec = loads(f"""problem two
+space x in [0, 1]
+field u, v
+equation a: u = v
+data obs from "{(tmp_path / 'uv.csv').as_posix()}": u, v, noise = 0.5
+train stop = discrepancy
+""")
+    stop = DiscrepancyStop.of(spec.ir)
+    assert stop.thresholds == (("obs", 0.5),)
+    assert stop.reached({"loss:obs": 0.5}) and not stop.reached({"loss:obs": 0.51}) and not stop.reached({})
