@@ -242,9 +242,21 @@ def _model(problem: ir.Problem, budget: float | None, periodic: bool) -> tuple[s
                                   f"features, a scale per coordinate of 2/3 its highest frequency, else 1 over its "
                                   f"length ({parameters:,} parameters)")
     extra = sum(1 for c in problem.periodic_embeddings) if periodic else 0
-    parameters = _mlp_parameters(inputs + extra, outputs, width, depth)
+    networks = _networks(problem)  # coordinates -> fields: one network each (`field a(x, y)`)
+    parameters = sum(_mlp_parameters(len(coords) + (extra if len(coords) == inputs else 0), len(fields), width, depth)
+                     for coords, fields in networks.items())
     call = f"mlp(width = {width}, depth = {depth}, activation = tanh, init = xavier)"
-    return call, parameters, f"{size_reason}: a small tanh network ({parameters:,} parameters)"
+    what = (f"a small tanh network ({parameters:,} parameters)" if len(networks) == 1 else
+            f"{len(networks)} small tanh networks, one per set of coordinates ({parameters:,} parameters in all)")
+    return call, parameters, f"{size_reason}: {what}"
+
+
+def _networks(problem: ir.Problem) -> dict[tuple[str, ...], list[str]]:
+    """The fields of each set of coordinates, in order of first field: each set gets its own network."""
+    networks: dict[tuple[str, ...], list[str]] = {}
+    for field in problem.fields:
+        networks.setdefault(problem.coordinates_of(field), []).append(field)
+    return networks
 
 
 def _count(n: int, noun: str) -> str:

@@ -111,6 +111,22 @@ def test_parameter_count_matches_torch():
     del torch
 
 
+def test_the_parameter_count_sums_the_networks_of_each_set_of_coordinates():
+    """``field u, a(x, y)`` in (x, y, t): two networks; the count the recipe states is the built model's."""
+    pytest.importorskip("torch")
+    from pinnspec.engine import Trainer
+
+    spec = apply_overrides(loads("""problem two
+space x in [0, 1], y in [0, 1]
+time t in [0, 1]
+field u, a(x, y)
+equation heat: u_t = a*u_xx + u_yy
+"""), {"recipe": "strong", "device": "cpu"})
+    reason = next(line for line in spec.source.splitlines() if "small tanh networks" in line)
+    count = sum(p.numel() for p in Trainer(spec).model.parameters())
+    assert f"2 small tanh networks, one per set of coordinates ({count:,} parameters in all)" in reason
+
+
 def test_frequencies_are_found_in_the_data():
     spec = load(ROOT / "benchmarks" / "pinnacle" / "cases" / "heat2dms.pinn")
     found = _recipe._frequencies(spec.ir)
