@@ -8,7 +8,9 @@ boundary and the initial condition's; Adam at 1e-3.  Each run is a fresh interpr
 one after another (never two at once); pinnspec trains eagerly, with ``compile = on`` and with
 ``compile = auto``, after one short compiled run that warms the compile cache (untimed).  Reported: ms per
 iteration and the loop's seconds (the training call's wall time: DeepXDE's ``model.train``, pinnspec's
-``Trainer.run``, each with its own loss reports every 1,000 iterations), their ratios to DeepXDE's, the set-up
+``Trainer.run``, each with its own loss reports every 1,000 iterations), their ratios to DeepXDE's (of the
+medians, and per seed: each run's over the DeepXDE run of its seed, a minute or two before it, median over the
+seeds), the set-up
 seconds before the loop (problem, network, optimizer; ``compile = auto``'s decision; a compiled run's loading of
 the compiler's modules) and set-up plus loop with its ratio, and the
 rel-L2 of the final model on one 256 x 100 grid against the Cole-Hopf solution (pinnspec's
@@ -139,21 +141,27 @@ _ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "DDE_BACKEND": "p
 
 def summarize(runs: list[dict], contenders: list[str]) -> list[dict]:
     """One row per contender: medians over the seeds of ms per iteration and loop seconds, their ratio to
-    DeepXDE's (None without it), and the rel-L2's mean, spread (min, max) and seeds."""
+    DeepXDE's (None without it), the median over the seeds of each run's ms per iteration over DeepXDE's of
+    the same seed (``ratio_ms_paired``), and the rel-L2's mean, spread (min, max) and seeds."""
     by = {c: [r for r in runs if r["contender"] == c] for c in contenders}
     base = by.get("deepxde")
     base_ms = statistics.median(r["ms_per_iteration"] for r in base) if base else None
     base_s = statistics.median(r["loop_s"] for r in base) if base else None
     base_total = statistics.median(r["setup_s"] + r["loop_s"] for r in base) if base else None
+    base_by_seed = {r["seed"]: r["ms_per_iteration"] for r in base} if base else {}  # seed -> DeepXDE's ms
     rows = []
     for contender, its in by.items():
         ms = statistics.median(r["ms_per_iteration"] for r in its)
         loop = statistics.median(r["loop_s"] for r in its)
         total = statistics.median(r["setup_s"] + r["loop_s"] for r in its)
         errors = [r["rel_l2"] for r in its]
+        # each run over the DeepXDE run of its seed, a minute or two before it: a slow drift of the machine's
+        # speed over the sitting cancels in each ratio
+        paired = [r["ms_per_iteration"] / base_by_seed[r["seed"]] for r in its if r["seed"] in base_by_seed]
         rows.append({"contender": contender, "seeds": len(its), "setup_s": statistics.median(r["setup_s"] for r in its),
                      "ms_per_iteration": ms,
-                     "ratio_ms": ms / base_ms if base_ms else None, "loop_s": loop,
+                     "ratio_ms": ms / base_ms if base_ms else None,
+                     "ratio_ms_paired": statistics.median(paired) if paired else None, "loop_s": loop,
                      "ratio_loop": loop / base_s if base_s else None, "total_s": total,
                      "ratio_total": total / base_total if base_total else None,
                      "rel_l2_mean": statistics.fmean(errors),
@@ -165,9 +173,10 @@ def summarize(runs: list[dict], contenders: list[str]) -> list[dict]:
 def markdown(rows: list[dict], iterations: int, seeds: int) -> str:
     x = lambda v: "-" if v is None else f"{v:.2f}x"  # noqa: E731
     table = markdown_table(
-        ["run", "set-up s", "ms / iteration", "vs DeepXDE", "loop s", "vs DeepXDE", "set-up + loop s", "vs DeepXDE",
-         "rel-L2 (mean; min-max)", "how"],
-        [[r["contender"], f"{r['setup_s']:.1f}", f"{r['ms_per_iteration']:.2f}", x(r["ratio_ms"]), f"{r['loop_s']:.1f}",
+        ["run", "set-up s", "ms / iteration", "vs DeepXDE", "per seed vs DeepXDE", "loop s", "vs DeepXDE",
+         "set-up + loop s", "vs DeepXDE", "rel-L2 (mean; min-max)", "how"],
+        [[r["contender"], f"{r['setup_s']:.1f}", f"{r['ms_per_iteration']:.2f}", x(r["ratio_ms"]),
+          x(r["ratio_ms_paired"]), f"{r['loop_s']:.1f}",
           x(r["ratio_loop"]), f"{r['total_s']:.1f}", x(r["ratio_total"]),
           f"{r['rel_l2_mean']:.3e}; {r['rel_l2_min']:.2e}-{r['rel_l2_max']:.2e}", r["execution"]] for r in rows])
     head = (f"DeepXDE's Burgers example, {iterations} Adam iterations, medians over {seeds} seed(s), one thread "

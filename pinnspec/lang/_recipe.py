@@ -234,7 +234,8 @@ def _model(problem: ir.Problem, budget: float | None, periodic: bool) -> tuple[s
         width = max(width, 48)
         features = 32
         scales = tuple(_fourier_scale(c, frequencies.get(c.name, 0.0)) for c in problem.coordinates)
-        parameters = _mlp_parameters(2 * features, outputs, width, depth)
+        parameters = sum(_mlp_parameters(2 * features, len(fields), width, depth)
+                         for fields in _networks(problem).values())
         found = ", ".join(f"{name}: {k / math.pi:.3g} pi" for name, k in oscillating.items())
         call = (f"fourier_mlp(width = {width}, depth = {depth}, fourier = ({', '.join(f'{s:.3g}' for s in scales)}),"
                 f" features = {features})")

@@ -27,17 +27,20 @@ def _points(spec):
 
 
 def test_the_summary_takes_medians_and_ratios_to_deepxde():
-    runs = [{"contender": c, "ms_per_iteration": ms, "loop_s": ms * 5, "rel_l2": e, "execution": c, "setup_s": 1.0}
-            for c, ms, e in [("deepxde", 5.0, 0.1), ("deepxde", 7.0, 0.3), ("deepxde", 6.0, 0.2),
-                             ("pinnspec eager", 3.0, 0.2), ("pinnspec eager", 4.0, 0.1), ("pinnspec eager", 9.0, 0.3)]]
+    runs = [{"contender": c, "seed": seed, "ms_per_iteration": ms, "loop_s": ms * 5, "rel_l2": e, "execution": c,
+             "setup_s": 1.0}
+            for c, seed, ms, e in [("deepxde", 0, 5.0, 0.1), ("deepxde", 1, 7.0, 0.3), ("deepxde", 2, 6.0, 0.2),
+                                   ("pinnspec eager", 0, 3.0, 0.2), ("pinnspec eager", 1, 4.0, 0.1),
+                                   ("pinnspec eager", 2, 9.0, 0.3)]]
     rows = {r["contender"]: r for r in _peers.summarize(runs, ["deepxde", "pinnspec eager"])}
     assert rows["deepxde"]["ms_per_iteration"] == 6.0 and rows["deepxde"]["ratio_ms"] == 1.0
     assert rows["pinnspec eager"]["ratio_ms"] == pytest.approx(4.0 / 6.0)
+    assert rows["pinnspec eager"]["ratio_ms_paired"] == pytest.approx(0.6)  # median of 3/5, 4/7, 9/6
     assert rows["pinnspec eager"]["ratio_loop"] == pytest.approx(20.0 / 30.0)
     assert rows["pinnspec eager"]["total_s"] == 21.0 and rows["pinnspec eager"]["ratio_total"] == pytest.approx(21 / 31)
     assert rows["pinnspec eager"]["rel_l2_mean"] == pytest.approx(0.2) and rows["pinnspec eager"]["seeds"] == 3
     alone = _peers.summarize(runs[3:], ["pinnspec eager"])[0]
-    assert alone["ratio_ms"] is None and "| - |" in _peers.markdown([alone], 10, 3)
+    assert alone["ratio_ms"] is None and alone["ratio_ms_paired"] is None and "| - |" in _peers.markdown([alone], 10, 3)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("deepxde") is None or importlib.util.find_spec("pina") is None,

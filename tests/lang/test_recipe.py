@@ -125,6 +125,10 @@ equation heat: u_t = a*u_xx + u_yy
     reason = next(line for line in spec.source.splitlines() if "small tanh networks" in line)
     count = sum(p.numel() for p in Trainer(spec).model.parameters())
     assert f"2 small tanh networks, one per set of coordinates ({count:,} parameters in all)" in reason
+    fourier = apply_overrides(loads(spec.source.split("# --- recipe")[0].replace("u_yy", "u_yy + sin(20*pi*x)")),
+                              {"recipe": "strong", "device": "cpu"})  # the data oscillate: Fourier features
+    count = sum(p.numel() for p in Trainer(fourier).model.parameters())
+    assert "fourier_mlp" in fourier.source and f"({count:,} parameters)" in fourier.source
 
 
 def test_frequencies_are_found_in_the_data():
