@@ -9,7 +9,7 @@ import pytest
 from pinnspec.cli._main import _summary
 from pinnspec.engine import Trainer, load_run
 from pinnspec.engine._budget import DiscrepancyStop
-from pinnspec.lang import loads
+from pinnspec.lang import apply_overrides, loads
 
 SIGMA = 0.1
 SPEC = """problem noisy
@@ -78,3 +78,10 @@ train stop = discrepancy
     stop = DiscrepancyStop.of(spec.ir)
     assert stop.thresholds == (("obs", 0.5),)
     assert stop.reached({"loss:obs": 0.5}) and not stop.reached({"loss:obs": 0.51}) and not stop.reached({})
+
+
+def test_runs_that_stop_at_the_noise_do_not_train_as_a_group(observations):
+    from pinnspec.engine._group import group_blocker
+
+    trainers = [Trainer(apply_overrides(_spec(observations), {"surgery": s})) for s in ("none", "pcgrad")]
+    assert "stop = discrepancy" in group_blocker(trainers)
