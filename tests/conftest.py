@@ -117,3 +117,14 @@ def _inductor_where_marked(request, monkeypatch):
     """A test marked ``inductor`` (and every test under tests/gpu) compiles its graphs on inductor."""
     if request.node.get_closest_marker("inductor") is not None or "tests/gpu/" in request.node.nodeid:
         monkeypatch.setenv("PINNSPEC_COMPILE_BACKEND", "inductor")
+
+
+@pytest.fixture
+def checkout_build():
+    """Held while a test builds pinnspec from the checkout (``pip wheel`` or ``pip install`` with
+    ``--no-build-isolation``): such a build writes the checkout's build/ and pinnspec.egg-info, so two at once
+    (two xdist workers) would collide; the lock file lets one build at a time."""
+    from filelock import FileLock  # a dependency of torch
+
+    with FileLock(os.path.join(tempfile.gettempdir(), "pinnspec-checkout-build.lock")):
+        yield

@@ -20,7 +20,7 @@ def test_every_subpackage_is_listed_in_pyproject():
 
 
 @pytest.mark.slow
-def test_wheel_ships_the_grammar_and_the_installed_package_finds_it(tmp_path):
+def test_wheel_ships_the_grammar_and_the_installed_package_finds_it(tmp_path, checkout_build):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(tmp_path / "dist"), str(ROOT)], check=True, capture_output=True)
     (wheel,) = (tmp_path / "dist").glob("pinnspec-*.whl")

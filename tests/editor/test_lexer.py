@@ -84,7 +84,7 @@ def test_the_entry_point_names_the_lexer():
 
 
 @pytest.mark.slow
-def test_pygments_finds_the_installed_lexer_by_name_and_file_name(tmp_path):
+def test_pygments_finds_the_installed_lexer_by_name_and_file_name(tmp_path, checkout_build):
     """pinnspec installed (here: into a folder of its own, far from the checkout) registers the lexer."""
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
                     str(tmp_path / "site"), str(ROOT)], check=True, capture_output=True, cwd=tmp_path)
