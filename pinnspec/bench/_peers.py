@@ -4,9 +4,10 @@ The problem, network, point counts and loss are DeepXDE's (its ``examples/pinn_f
 u_t + u u_x = (0.01/pi) u_xx on x in [-1, 1], t in [0, 0.99], u(x, 0) = -sin(pi x), u(+-1, t) = 0; a tanh MLP
 [2] + [20] x 3 + [1]; 2,540 domain, 80 boundary and 160 initial Hammersley points drawn once; the loss the mean
 squared PDE residual over every training point (domain, boundary and initial: DeepXDE's ``TimePDE``) plus the
-boundary and the initial condition's; Adam at 1e-3.  Each run is a fresh interpreter with one torch thread,
-one after another (never two at once); pinnspec trains eagerly, with ``compile = on`` and with
-``compile = auto``, after one short compiled run that warms the compile cache (untimed).  Reported: ms per
+boundary and the initial condition's; Adam at 1e-3.  Each run is a fresh interpreter with one torch thread
+and pinnspec's allocator settings (``pinnspec._malloc``, for every contender), one after another (never two at
+once); pinnspec trains eagerly, with ``compile = on`` and with ``compile = auto``, after one short compiled run
+that warms the compile cache (untimed).  Reported: ms per
 iteration and the loop's seconds (the training call's wall time: DeepXDE's ``model.train``, pinnspec's
 ``Trainer.run``, each with its own loss reports every 1,000 iterations), their ratios to DeepXDE's (of the
 medians, and per seed: each run's over the DeepXDE run of its seed, a minute or two before it, median over the
@@ -331,7 +332,10 @@ def _worker(argv: list[str]) -> int:
     contender, seed, iterations = argv[1], int(argv[2]), int(argv[3])
     import torch
 
+    from .._malloc import tune_allocator
+
     torch.set_num_threads(1)
+    tune_allocator()  # every contender under the same allocator settings (a pinnspec Trainer applies them too)
     if contender == "deepxde":
         record = run_deepxde(seed, iterations)
     elif contender == "pina":
