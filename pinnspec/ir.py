@@ -188,6 +188,11 @@ class Condition:
     def n_components(self) -> int:
         return len(self.residuals)
 
+    @property
+    def noise(self) -> float | None:
+        """The standard deviation of the observations' noise, where a data condition states it (else None)."""
+        return self.region.noise if isinstance(self.region, DataPoints) else None
+
 
 def normal(coordinate: str) -> sympy.Symbol:
     """The symbol standing for the outward normal's component along a space coordinate

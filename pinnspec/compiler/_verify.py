@@ -119,7 +119,7 @@ def verify(problem: CompiledProblem, *, seed: int = 0, params: dict[str, float] 
         if unset:
             note = (f"uses param {', '.join(unset)} at its initial value; "
                     f"pass --param {unset[0]}=VALUE to judge it")
-        noise = getattr(cond.region, "noise", None)
+        noise = cond.noise
         noise_rms, tolerance = None, 0.0
         if noise is not None:  # every value of r [n, k] is one observation's noise: rms ~ sd, +- sd/sqrt(2 n k)
             noise_rms, tolerance = noise, 5 / math.sqrt(2 * r.numel())

@@ -55,8 +55,7 @@ class DiscrepancyStop:
         """The stop of an ``ir.Problem`` whose `train stop` is ``discrepancy``, else None."""
         if problem.training.setting("stop") != "discrepancy":
             return None
-        return cls(tuple((c.name, len(c.region.fields) * c.region.noise ** 2) for c in problem.conditions
-                         if c.kind == "data" and getattr(c.region, "noise", None)))
+        return cls(tuple((c.name, len(c.region.fields) * c.noise ** 2) for c in problem.conditions if c.noise))
 
     def reached(self, row: dict) -> bool:
         """Whether the losses of an epoch's history row (``loss:NAME``) are all within their thresholds."""

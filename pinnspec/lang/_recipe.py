@@ -84,7 +84,7 @@ def recipe_choices(base, recipe: ir.CallSpec, taken: set[str], trial) -> list[Ch
         left = f"; left as losses: {', '.join(others)}" if others else ""
         add("enforce", f"enforce {', '.join(enforced)}",
             f"built in: the Dirichlet, initial and periodic conditions whose transform checks pass{left}")
-    noisy = [c.name for c in problem.conditions if c.kind == "data" and getattr(c.region, "noise", None)]
+    noisy = [c.name for c in problem.conditions if c.noise]
 
     kinds = {c.name: c.kind for c in problem.conditions}
     periodic = any(kinds[n] == "periodic" for n in enforced) or bool(problem.periodic_embeddings)

@@ -156,8 +156,7 @@ def training(ctx: Context, by_kind) -> ir.Training:
     for st in by_kind.get("train", []):  # `train` statements add up
         _keyword_settings(ctx, st.settings, catalog.TRAIN_SETTINGS, "train", "settings are", settings)
     settings = {key: value for key, value in settings.items() if value is not _BAD}
-    if settings.get("stop") == "discrepancy" and not any(
-            c.kind == "data" and getattr(c.region, "noise", None) for c in ctx.conditions.values()):
+    if settings.get("stop") == "discrepancy" and not any(c.noise for c in ctx.conditions.values()):
         where = next(kw for st in by_kind["train"] for kw in st.settings if kw.name.name == "stop")
         ctx.diag.error(where.span, "stop = discrepancy ends the run when the observations are fitted to their "
                        "noise: it needs a data condition that states its noise ('data NAME from \"FILE\": u, "
