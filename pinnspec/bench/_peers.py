@@ -6,23 +6,24 @@ u_t + u u_x = (0.01/pi) u_xx on x in [-1, 1], t in [0, 0.99], u(x, 0) = -sin(pi 
 squared PDE residual over every training point (domain, boundary and initial: DeepXDE's ``TimePDE``) plus the
 boundary and the initial condition's; Adam at 1e-3.  Each run is a fresh interpreter with one torch thread
 and pinnspec's allocator settings (``pinnspec._malloc``, for every contender), one after another (never two at
-once); pinnspec trains eagerly, with ``compile = on`` and with ``compile = auto``, after one short compiled run
-that warms the compile cache (untimed).  Reported: ms per
-iteration and the loop's seconds (the training call's wall time: DeepXDE's ``model.train``, pinnspec's
-``Trainer.run``, each with its own loss reports every 1,000 iterations), their ratios to DeepXDE's (of the
-medians, and per seed: each run's over the DeepXDE run of its seed, a minute or two before it, median over the
-seeds), the set-up
-seconds before the loop (problem, network, optimizer; ``compile = auto``'s decision; a compiled run's loading of
-the compiler's modules) and set-up plus loop with its ratio, and the
+once).  Beside the libraries, the problem written directly in plain torch (`BurgersByHand`: the derivatives
+carried forward through the layers by hand, one backward pass, ``torch.optim.Adam``): the floor of an eager
+step in torch, which pinnspec's eager step computes the same way.  pinnspec trains eagerly, with ``compile =
+on`` and with ``compile = auto``, after one short compiled run that warms the compile cache (untimed).
+Reported: ms per iteration and the loop's seconds (the training call's wall time: DeepXDE's ``model.train``,
+pinnspec's ``Trainer.run``, each with its own loss reports every 1,000 iterations), their ratios to DeepXDE's
+(of the medians, and per seed: each run's over the DeepXDE run of its seed, a minute or two before it, median
+over the seeds), the set-up seconds before the loop (problem, network, optimizer; ``compile = auto``'s
+decision; a compiled run's loading of the compiler's modules) and set-up plus loop with its ratio, and the
 rel-L2 of the final model on one 256 x 100 grid against the Cole-Hopf solution (pinnspec's
 ``cole_hopf_burgers``), over the seeds.
 
 What differs: each tool draws its own points of the same counts (Hammersley; PINA, which has no Hammersley
-sampler, Latin hypercube) and initialises its own network (DeepXDE: Glorot normal; pinnspec: Xavier uniform;
-PINA: torch's default).  PINA (pina-mathlab, on PyTorch Lightning) writes DeepXDE's pooled PDE loss as three
-conditions weighed by their shares of the points.  DeepXDE and PINA are an optional extra (``pip install
-pinnspec[peers]``); without DeepXDE the bench says so and exits 1, without PINA it leaves PINA out (unless
-``--contenders`` names it).
+sampler, Latin hypercube) and initialises its own network (DeepXDE: Glorot normal; pinnspec and the plain
+torch run: Xavier uniform; PINA: torch's default).  PINA (pina-mathlab, on PyTorch Lightning) writes DeepXDE's
+pooled PDE loss as three conditions weighed by their shares of the points.  DeepXDE and PINA are an optional
+extra (``pip install pinnspec[peers]``); without DeepXDE the bench says so and exits 1, without PINA it leaves
+PINA out (unless ``--contenders`` names it).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ optimizer adam(lr = 1e-3)
 schedule  constant
 train     epochs = 5000, seed = 0, grouping = deepxde
 """
-CONTENDERS = ("deepxde", "pina", "pinnspec eager", "pinnspec compile = on", "pinnspec compile = auto")
+CONTENDERS = ("deepxde", "pina", "torch by hand", "pinnspec eager", "pinnspec compile = on", "pinnspec compile = auto")
 #: the peers besides pinnspec, with the module that tells whether each is installed and how to install it
 PEERS = {"deepxde": ("deepxde", "pip install 'pinnspec[peers]' (DeepXDE with its torch backend)"),
          "pina": ("pina", "pip install 'pinnspec[peers]' (PINA, pina-mathlab)")}
@@ -303,6 +304,114 @@ def run_pina(seed: int, iterations: int) -> dict:
             "execution": "pina"}
 
 
+def hammersley(n: int):
+    """``n`` points [n, 2] of the 2-D Hammersley set inside (0, 1)^2: (i / (n + 1), the base-2 radical inverse of
+    i) for i = 1 .. n (the point at the origin left out, as corners are)."""
+    import numpy as np
+
+    return np.stack([np.arange(1, n + 1) / (n + 1), radical_inverse(n)], axis=1)
+
+
+def radical_inverse(n: int):
+    """The base-2 radical inverse (van der Corput) of 1 .. n, [n]: the bits of i mirrored about the point."""
+    import numpy as np
+
+    i, out, scale = np.arange(1, n + 1), np.zeros(n), 0.5
+    while i.any():
+        out += (i & 1) * scale
+        i, scale = i >> 1, scale / 2
+    return out
+
+
+class BurgersByHand:
+    """DeepXDE's Burgers example written directly in plain torch, no library: what pinnspec's eager step computes,
+    as a careful person would write it with forward derivatives.
+
+    The tanh MLP [2] + [20] x 3 + [1] (Xavier-uniform weights, zero biases, drawn from a generator seeded with the
+    seed) carries u's input derivatives forward through its layers: a hidden layer maps h and its rows h_x, h_t,
+    h_xx (each [N, w]) to z = h W^T + b and D z = (D h) W^T, then with t = tanh z, s = 1 - t^2 (tanh') and
+    -2 t s (tanh''): h' = t, h'_x = s z_x, h'_t = s z_t, h'_xx = s z_xx - 2 t s z_x^2.  One backward pass of the
+    loss gives the parameters' gradient; ``torch.optim.Adam`` at its defaults but the learning rate steps."""
+
+    def __init__(self, seed: int, width: int = 20, depth: int = 3):
+        import numpy as np
+        import torch
+
+        generator = torch.Generator().manual_seed(seed)
+        sizes = [2] + [width] * depth + [1]
+        self.layers = []
+        for fan_in, fan_out in zip(sizes, sizes[1:]):
+            weight = torch.empty(fan_out, fan_in)
+            torch.nn.init.xavier_uniform_(weight, generator=generator)
+            self.layers.append((weight.requires_grad_(), torch.zeros(fan_out, requires_grad=True)))
+        # 2,540 domain points on [-1, 1] x [0, 0.99]; 80 on the walls x = -1, 1 (alternating), t a van der Corput
+        # sequence; 160 at t = 0, x a van der Corput sequence
+        domain = hammersley(2540) * [2.0, 0.99] + [-1.0, 0.0]
+        walls = np.stack([np.where(np.arange(80) % 2 == 0, -1.0, 1.0), 0.99 * radical_inverse(80)], axis=1)
+        initial = np.stack([2.0 * radical_inverse(160) - 1.0, np.zeros(160)], axis=1)
+        self.x = torch.as_tensor(np.concatenate([domain, walls, initial]), dtype=torch.float32)  # [2780, 2]
+        self.initial_u = -torch.sin(math.pi * self.x[2620:, :1])  # [160, 1]
+        self.optimizer = torch.optim.Adam([p for layer in self.layers for p in layer], lr=1e-3)
+
+    def derivatives(self, x):
+        """(u, u_x, u_t, u_xx), each [N, 1], at x [N, 2]."""
+        import torch
+        from torch.nn import functional as F
+
+        (w, b), hidden, (w_out, b_out) = self.layers[0], self.layers[1:-1], self.layers[-1]
+        t = torch.tanh(F.linear(x, w, b))  # [N, w]
+        s = 1 - t * t
+        h, hx, ht, hxx = t, s * w[:, 0], s * w[:, 1], -2 * t * s * (w[:, 0] * w[:, 0])
+        for w, b in hidden:
+            z, zx, zt, zxx = F.linear(h, w, b), F.linear(hx, w), F.linear(ht, w), F.linear(hxx, w)
+            t = torch.tanh(z)
+            s = 1 - t * t
+            h, hx, ht, hxx = t, s * zx, s * zt, s * zxx - 2 * t * s * zx * zx
+        return F.linear(h, w_out, b_out), F.linear(hx, w_out), F.linear(ht, w_out), F.linear(hxx, w_out)
+
+    def loss(self):
+        """DeepXDE's loss: the mean squared PDE residual over all 2,780 points, the walls' u^2, the initial
+        condition's (u + sin(pi x))^2."""
+        u, ux, ut, uxx = self.derivatives(self.x)
+        residual = ut + u * ux - NU * uxx  # [2780, 1]
+        return (residual.square().mean() + u[2540:2620].square().mean()
+                + (u[2620:] - self.initial_u).square().mean())
+
+    def train(self, iterations: int, report_every: int = 1000) -> list[float]:
+        """Adam for ``iterations`` steps; the loss read back every ``report_every`` (DeepXDE's display)."""
+        reported = []
+        for step in range(iterations):
+            self.optimizer.zero_grad(set_to_none=True)
+            loss = self.loss()
+            loss.backward()
+            self.optimizer.step()
+            if step % report_every == 0 or step == iterations - 1:
+                reported.append(float(loss.detach()))
+        return reported
+
+    def predict(self, points):
+        import torch
+        from torch.nn import functional as F
+
+        h = torch.as_tensor(points, dtype=torch.float32)
+        with torch.no_grad():
+            for w, b in self.layers[:-1]:
+                h = torch.tanh(F.linear(h, w, b))
+            return F.linear(h, *self.layers[-1]).double().numpy()
+
+
+def run_by_hand(seed: int, iterations: int) -> dict:
+    """`BurgersByHand`, timed around its training loop."""
+    built = time.perf_counter()
+    model = BurgersByHand(seed)
+    started = time.perf_counter()
+    model.train(iterations)
+    loop = time.perf_counter() - started
+    grid = _test_grid()
+    return {"setup_s": started - built, "loop_s": loop, "rel_l2": _rel_l2(model.predict(grid), _reference(grid)),
+            "execution": "plain torch, forward derivatives"}
+
+
 def run_pinnspec(seed: int, iterations: int, compile_setting: str) -> dict:
     """The spec above through the public API, timed around ``Trainer.run`` (a compiled run's first step
     compiles inside the loop's time; ``compile = auto`` decides when the Trainer is built, before it)."""
@@ -340,6 +449,8 @@ def _worker(argv: list[str]) -> int:
         record = run_deepxde(seed, iterations)
     elif contender == "pina":
         record = run_pina(seed, iterations)
+    elif contender == "torch by hand":
+        record = run_by_hand(seed, iterations)
     else:
         record = run_pinnspec(seed, iterations, COMPILE[contender])
     record.update(contender=contender, seed=seed, iterations=iterations,

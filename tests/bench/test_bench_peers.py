@@ -1,5 +1,6 @@
-"""`pinnspec bench peers`: DeepXDE's Burgers example in DeepXDE and in pinnspec, each run in a fresh interpreter
-with one thread; the summary's arithmetic on made-up records, and a short run of every contender."""
+"""`pinnspec bench peers`: DeepXDE's Burgers example in DeepXDE, in plain torch by hand and in pinnspec, each run in
+a fresh interpreter with one thread; the summary's arithmetic on made-up records, the hand-written derivatives
+against nested autograd, and a short run of every contender."""
 
 import importlib.util
 
@@ -53,6 +54,42 @@ def test_a_short_run_of_every_peer(tmp_path, capsys):
     assert (tmp_path / "peers.md").is_file() and (tmp_path / "peers.csv").is_file()
 
 
+def test_the_hand_written_derivatives_equal_nested_autograd():
+    import torch
+
+    model = _peers.BurgersByHand(seed=1)
+    x = model.x[::37].clone().requires_grad_()  # domain, wall and initial points
+    u, ux, ut, uxx = model.derivatives(x)
+    v = torch.as_tensor(model.predict(x.detach()), dtype=torch.float32)  # the plain forward pass, no derivatives
+    h = x
+    for w, b in model.layers[:-1]:
+        h = torch.tanh(torch.nn.functional.linear(h, w, b))
+    nested = torch.nn.functional.linear(h, *model.layers[-1])
+    (g,) = torch.autograd.grad(nested.sum(), x, create_graph=True)  # [N, 2]: u_x, u_t
+    (gx,) = torch.autograd.grad(g[:, 0].sum(), x)
+    assert torch.equal(u.detach(), v)
+    for mine, oracle in ((ux, g[:, :1]), (ut, g[:, 1:]), (uxx, gx[:, :1])):
+        assert torch.allclose(mine, oracle, rtol=1e-5, atol=1e-6)
+
+
+def test_the_hand_written_points_are_deepxdes_counts_on_their_parts():
+    x = _peers.BurgersByHand(seed=0).x.numpy()
+    domain, walls, initial = x[:2540], x[2540:2620], x[2620:]
+    assert x.shape == (2780, 2) and len({tuple(p) for p in x}) == 2780
+    assert (abs(domain[:, 0]) <= 1).all() and (domain[:, 1] >= 0).all() and (domain[:, 1] < 0.99).all()
+    assert sorted(set(walls[:, 0])) == [-1.0, 1.0] and (walls[:, 0] == -1).sum() == 40
+    assert (initial[:, 1] == 0).all() and (abs(initial[:, 0]) <= 1).all()
+    assert _peers.radical_inverse(7).tolist() == [0.5, 0.25, 0.75, 0.125, 0.625, 0.375, 0.875]
+    assert _peers.hammersley(3).tolist() == [[0.25, 0.5], [0.5, 0.25], [0.75, 0.75]]
+
+
+def test_a_short_run_by_hand_and_in_pinnspec(tmp_path, capsys):
+    assert _peers.main(["--iterations", "30", "--seeds", "1", "--out", str(tmp_path),
+                        "--contenders", "torch by hand,pinnspec eager"]) == 0
+    out = capsys.readouterr().out
+    assert "| torch by hand |" in out and "plain torch, forward derivatives" in out and "| pinnspec eager |" in out
+
+
 def test_an_unknown_contender_is_a_usage_error(capsys):
     assert _peers.main(["--contenders", "dexde"]) == 1
     assert "unknown contender dexde" in capsys.readouterr().err
@@ -61,6 +98,7 @@ def test_an_unknown_contender_is_a_usage_error(capsys):
 def test_pina_is_left_out_of_the_default_set_where_it_is_not_installed(capsys):
     without_pina = lambda module: module != "pina"  # noqa: E731
     assert _peers.select(None, without_pina) == [c for c in _peers.CONTENDERS if c != "pina"]
+    assert "torch by hand" in _peers.select(None, lambda module: False if module == "pina" else True)
     assert "PINA is not installed" in capsys.readouterr().out
     assert _peers.select("deepxde,pinnspec eager", without_pina) == ["deepxde", "pinnspec eager"]
     with pytest.raises(_peers.BenchError, match="^pina is not installed: pip install 'pinnspec\\[peers\\]'"):
