@@ -331,7 +331,7 @@ class BurgersByHand:
     seed) carries u's input derivatives forward through its layers: a hidden layer maps h and its rows h_x, h_t,
     h_xx (each [N, w]) to z = h W^T + b and D z = (D h) W^T, then with t = tanh z, s = 1 - t^2 (tanh') and
     -2 t s (tanh''): h' = t, h'_x = s z_x, h'_t = s z_t, h'_xx = s z_xx - 2 t s z_x^2.  One backward pass of the
-    loss gives the parameters' gradient; ``torch.optim.Adam`` at its defaults but the learning rate steps."""
+    loss gives the parameters' gradient; ``torch.optim.Adam`` (lr 1e-3, its other settings the defaults) steps."""
 
     def __init__(self, seed: int, width: int = 20, depth: int = 3):
         import numpy as np
