@@ -16,6 +16,8 @@ fused gradients, data-parallel shards) is the engine's (``pinnspec.engine``).
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 import sys
 
@@ -421,8 +423,8 @@ class CompiledProblem:
                   ) -> torch.Tensor:
         """``partner``: ``x`` are the periodic partners of the set's points (a table is read there)."""
         if not ck.per_face:
-            return torch.stack(self._call(ck.kernels[0], x, values, params, s, ck, slice(None), partner), dim=1)
-        parts = [torch.stack(self._call(k, x, values, params, s, ck, rows, partner), dim=1)
+            return _columns(self._call(ck.kernels[0], x, values, params, s, ck, slice(None), partner))
+        parts = [_columns(self._call(k, x, values, params, s, ck, rows, partner))
                  for k, rows in zip(ck.kernels, s.face_slices)]
         return torch.cat(parts, dim=0)
 
@@ -430,9 +432,10 @@ class CompiledProblem:
     def _call(kernel: Kernel, x, values, params, s: TorchPointSet, ck: ConditionKernels, rows: slice,
               partner: bool = False):
         args = []
+        every = rows == slice(None)  # a value as it is: ``value[:]`` would be one more view and, backwards, a copy
         for inp in kernel.inputs:
             if inp.kind == "value":
-                args.append(values[inp.key][rows])
+                args.append(values[inp.key] if every else values[inp.key][rows])
             elif inp.kind == "coordinate":
                 args.append(x[rows, inp.key])
             elif inp.kind == "param":
@@ -542,6 +545,8 @@ class CompiledProblem:
         by the count gives that loss.  ``point_weights(condition, squares [N]) -> multipliers [N]`` (detached)
         scales each point's square first (residual-based attention: the trainer's `_attend`);
         ``causal_weights``: condition -> fixed chunk weights [M] in place of those of the residuals now."""
+        if point_weights is None and condition not in self.causal and residuals.shape[1] == 1:
+            return (residuals * residuals).sum()  # one component: the per-point sum over it is the square itself
         squares = self.point_squares(residuals)  # [N]
         if point_weights is not None:
             squares = squares * point_weights(condition, squares.detach())
@@ -613,14 +618,14 @@ class CompiledProblem:
         g = self.grouping(grouping)
         tasks = []
         for task in g.tasks:
-            total = 0
+            terms = []
             for weight, atom in task.terms:
                 if isinstance(atom, ir.PoolLoss):
-                    value = sum(sums[c] for c in atom.conditions) / sum(counts[c] for c in atom.conditions)
+                    value = _added(sums[c] for c in atom.conditions) / sum(counts[c] for c in atom.conditions)
                 else:
                     value = conditions[atom.condition]
-                total = total + weight * value
-            tasks.append(total)
+                terms.append(value if weight == 1 else weight * value)
+            tasks.append(_added(terms))
         return Losses(tasks, conditions, g.name)
 
     def task_coefficients(self, counts: dict[str, int], grouping: str | None = None) -> tuple[dict[str, float], ...]:
@@ -764,6 +769,16 @@ class CompiledProblem:
         if self.left_out:
             lines.append(f"left out (in no task of the grouping): {', '.join(self.left_out)}")
         return "\n".join(lines)
+
+
+def _added(values):
+    """The sum of ``values`` from the first (``sum`` would start from 0: one more operation on tensors)."""
+    return functools.reduce(operator.add, values)
+
+
+def _columns(outputs) -> torch.Tensor:
+    """A kernel's outputs (each [N]) as the columns of [N, C]; a single one as a view of it (``stack`` copies)."""
+    return outputs[0].unsqueeze(1) if len(outputs) == 1 else torch.stack(outputs, dim=1)
 
 
 def _lookup_rows(pts: np.ndarray, vals: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -69,8 +69,18 @@ def forward_values(model, plan, x: torch.Tensor, *, layout: str = "rows") -> dic
     out, rows, op_rows = _propagate(model, x, multi, layout, operators)
     row = {mi: k for k, mi in enumerate(multi)}
     op_row = {op: k for k, op in enumerate(operators)}
-    return {(f, what): (op_rows[op_row[what]][:, f] if isinstance(what, LinearOperator)
-                        else out[:, f] if not what else rows[row[what]][:, f]) for f, what in plan.needs}
+    column = _column if out.shape[1] > 1 else _only_column
+    return {(f, what): column(op_rows[op_row[what]] if isinstance(what, LinearOperator)
+                              else out if not what else rows[row[what]], f) for f, what in plan.needs}
+
+
+def _column(values: torch.Tensor, f: int) -> torch.Tensor:
+    return values[:, f]
+
+
+def _only_column(values: torch.Tensor, f: int) -> torch.Tensor:
+    """The one column of [N, 1] as a view [N] (``values[:, 0]`` would copy, backwards, into a new [N, 1])."""
+    return values.squeeze(1)
 
 
 def propagate(model: MLP, x: torch.Tensor, multi_indices, layout: str = "rows"

@@ -44,3 +44,28 @@ def test_the_passes_join_the_sets_of_a_pool():
     assert [indices for indices, _ in burgers.passes] == [(0,), (1, 2)]
     (_, plan), = problem.passes
     assert plan.needs == problem.union_plan.needs
+
+
+def test_a_plain_loss_of_one_output_network_copies_no_column():
+    """DeepXDE's Burgers losses (forward engine, one output): each derivative value and each residual column is a
+    view ([N, 1] -> [N] -> [N, 1]), not a copy -- no select, slice or stack whose backward allocates and copies."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    problem, model, params, points = _problem(apply_overrides(loads(SPEC), {"engine": "forward"}))
+    seen = []  # (op, the most elements of a tensor it reads)
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            sizes = [a.numel() for a in args if isinstance(a, torch.Tensor)]
+            seen.append((func.overloadpacket.__name__, max(sizes, default=0)))
+            return func(*args, **(kwargs or {}))
+
+    with Ops():
+        losses = problem.losses(model, points, params, joint=True)
+        sum(losses.task_list).backward()
+    assert ("tanh_backward", 2780 * 20) in seen  # the count saw the backward pass over the 2,780 points
+    # no value sliced whole (the smallest set has 80 points), no kernel output stacked, no column of the 2,780
+    # values selected (a coordinate column of a set's points and of the first layer's weight still is)
+    copies = [(name, n) for name, n in seen
+              if name == "stack" or (name == "slice_backward" and n >= 80) or (name == "select_backward" and n >= 2780)]
+    assert copies == []
