@@ -6,9 +6,9 @@ u_t + u u_x = (0.01/pi) u_xx on x in [-1, 1], t in [0, 0.99], u(x, 0) = -sin(pi 
 squared PDE residual over every training point (domain, boundary and initial: DeepXDE's ``TimePDE``) plus the
 boundary and the initial condition's; Adam at 1e-3.  Each run is a fresh interpreter with one torch thread
 and pinnspec's allocator settings (``pinnspec._malloc``, for every contender), one after another (never two at
-once).  Beside the libraries, the problem written directly in plain torch (`BurgersByHand`: the derivatives
-carried forward through the layers by hand, one backward pass, ``torch.optim.Adam``): the floor of an eager
-step in torch, which pinnspec's eager step computes the same way.  pinnspec trains eagerly, with ``compile =
+once).  Beside the libraries, the problem written directly in plain torch (`BurgersByHand`: pinnspec's eager
+arithmetic by hand -- u_x and u_t - nu u_xx carried forward through the layers, one backward pass,
+``torch.optim.Adam``): the floor of pinnspec's eager step in torch.  pinnspec trains eagerly, with ``compile =
 on`` and with ``compile = auto``, after one short compiled run that warms the compile cache (untimed).
 Reported: ms per iteration and the loop's seconds (the training call's wall time: DeepXDE's ``model.train``,
 pinnspec's ``Trainer.run``, each with its own loss reports every 1,000 iterations), their ratios to DeepXDE's
@@ -324,14 +324,15 @@ def radical_inverse(n: int):
 
 
 class BurgersByHand:
-    """DeepXDE's Burgers example written directly in plain torch, no library: what pinnspec's eager step computes,
-    as a careful person would write it with forward derivatives.
+    """DeepXDE's Burgers example written directly in plain torch, no library: the arithmetic of pinnspec's eager
+    step, as a careful person would write it by hand.
 
     The tanh MLP [2] + [20] x 3 + [1] (Xavier-uniform weights, zero biases, drawn from a generator seeded with the
-    seed) carries u's input derivatives forward through its layers: a hidden layer maps h and its rows h_x, h_t,
-    h_xx (each [N, w]) to z = h W^T + b and D z = (D h) W^T, then with t = tanh z, s = 1 - t^2 (tanh') and
-    -2 t s (tanh''): h' = t, h'_x = s z_x, h'_t = s z_t, h'_xx = s z_xx - 2 t s z_x^2.  One backward pass of the
-    loss gives the parameters' gradient; ``torch.optim.Adam`` (lr 1e-3, its other settings the defaults) steps."""
+    seed) carries two of u's input derivatives forward through its layers: u_x and the linear part of the PDE,
+    L u = u_t - nu u_xx, as one row (the residual is L u + u u_x).  A hidden layer maps h and its rows h_x, L h
+    (each [N, w]) to z = h W^T + b, z_x = h_x W^T, L z = (L h) W^T, then with t = tanh z and s = 1 - t^2 (tanh';
+    tanh'' = -2 t s): h' = t, h'_x = s z_x, L h' = s L z + 2 nu t s z_x^2.  One backward pass of the loss gives the
+    parameters' gradient; ``torch.optim.Adam`` (lr 1e-3, its other settings the defaults) steps."""
 
     def __init__(self, seed: int, width: int = 20, depth: int = 3):
         import numpy as np
@@ -354,26 +355,26 @@ class BurgersByHand:
         self.optimizer = torch.optim.Adam([p for layer in self.layers for p in layer], lr=1e-3)
 
     def derivatives(self, x):
-        """(u, u_x, u_t, u_xx), each [N, 1], at x [N, 2]."""
+        """(u, u_x, u_t - nu u_xx), each [N, 1], at x [N, 2]."""
         import torch
         from torch.nn import functional as F
 
         (w, b), hidden, (w_out, b_out) = self.layers[0], self.layers[1:-1], self.layers[-1]
-        t = torch.tanh(F.linear(x, w, b))  # [N, w]
+        t = torch.tanh(F.linear(x, w, b))  # [N, w]; the first layer's z_x, z_t are its weight's columns, z_xx = 0
         s = 1 - t * t
-        h, hx, ht, hxx = t, s * w[:, 0], s * w[:, 1], -2 * t * s * (w[:, 0] * w[:, 0])
+        h, hx, hL = t, s * w[:, 0], s * w[:, 1] + 2 * NU * t * s * (w[:, 0] * w[:, 0])
         for w, b in hidden:
-            z, zx, zt, zxx = F.linear(h, w, b), F.linear(hx, w), F.linear(ht, w), F.linear(hxx, w)
+            z, zx, zL = F.linear(h, w, b), F.linear(hx, w), F.linear(hL, w)
             t = torch.tanh(z)
             s = 1 - t * t
-            h, hx, ht, hxx = t, s * zx, s * zt, s * zxx - 2 * t * s * zx * zx
-        return F.linear(h, w_out, b_out), F.linear(hx, w_out), F.linear(ht, w_out), F.linear(hxx, w_out)
+            h, hx, hL = t, s * zx, s * zL + 2 * NU * t * s * zx * zx
+        return F.linear(h, w_out, b_out), F.linear(hx, w_out), F.linear(hL, w_out)
 
     def loss(self):
         """DeepXDE's loss: the mean squared PDE residual over all 2,780 points, the walls' u^2, the initial
         condition's (u + sin(pi x))^2."""
-        u, ux, ut, uxx = self.derivatives(self.x)
-        residual = ut + u * ux - NU * uxx  # [2780, 1]
+        u, ux, Lu = self.derivatives(self.x)
+        residual = Lu + u * ux  # [2780, 1]
         return (residual.square().mean() + u[2540:2620].square().mean()
                 + (u[2620:] - self.initial_u).square().mean())
 
@@ -409,7 +410,7 @@ def run_by_hand(seed: int, iterations: int) -> dict:
     loop = time.perf_counter() - started
     grid = _test_grid()
     return {"setup_s": started - built, "loop_s": loop, "rel_l2": _rel_l2(model.predict(grid), _reference(grid)),
-            "execution": "plain torch, forward derivatives"}
+            "execution": "plain torch, the same arithmetic"}
 
 
 def run_pinnspec(seed: int, iterations: int, compile_setting: str) -> dict:
