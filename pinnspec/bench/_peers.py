@@ -306,26 +306,21 @@ def run_pina(seed: int, iterations: int) -> dict:
 
 def hammersley(n: int):
     """``n`` points [n, 2] of the 2-D Hammersley set inside (0, 1)^2: (i / (n + 1), the base-2 radical inverse of
-    i) for i = 1 .. n (the point at the origin left out, as corners are)."""
-    import numpy as np
+    i) for i = 1 .. n -- pinnspec's ``Hammersley`` sampler of n + 1 points without its point at the origin (as
+    corners are left out)."""
+    from ..sampling import Hammersley
 
-    return np.stack([np.arange(1, n + 1) / (n + 1), radical_inverse(n)], axis=1)
+    return Hammersley()(n + 1, 2)[1:]
 
 
 def radical_inverse(n: int):
-    """The base-2 radical inverse (van der Corput) of 1 .. n, [n]: the bits of i mirrored about the point."""
-    import numpy as np
-
-    i, out, scale = np.arange(1, n + 1), np.zeros(n), 0.5
-    while i.any():
-        out += (i & 1) * scale
-        i, scale = i >> 1, scale / 2
-    return out
+    """The base-2 radical inverse (van der Corput) of 1 .. n, [n]: the second column of `hammersley`."""
+    return hammersley(n)[:, 1]
 
 
 class BurgersByHand:
-    """DeepXDE's Burgers example written directly in plain torch, no library: the arithmetic of pinnspec's eager
-    step, as a careful person would write it by hand.
+    """DeepXDE's Burgers example trained directly in plain torch, no library in the step (its points, drawn once,
+    are `hammersley`'s): the arithmetic of pinnspec's eager step, as a careful person would write it by hand.
 
     The tanh MLP [2] + [20] x 3 + [1] (Xavier-uniform weights, zero biases, drawn from a generator seeded with the
     seed) carries two of u's input derivatives forward through its layers: u_x and the linear part of the PDE,
