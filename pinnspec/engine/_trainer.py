@@ -29,6 +29,7 @@ from typing import Callable
 import torch
 
 from .. import __version__
+from .._collector import hold as hold_collector, release as release_collector
 from .._interrupts import install_sigint, restore_sigint
 from .._malloc import tune_allocator
 from ..catalog import QUASI_NEWTON_STAGES
@@ -145,6 +146,7 @@ class Trainer:
             + ([f"attention:{c}" for c in self.condition_names] if self.attention is not None else []))
         self._stop_requested = False
         self._previous_sigint = self._started = None  # set while the run trains (`begin_run`)
+        self._holding_collector = False  # `pinnspec._collector`'s hold, from `begin_run` to `end_epochs`
         self.monitor.announce()
         if compiling is not None:
             self.monitor.notice(compiling, prefix=False)
@@ -387,6 +389,9 @@ class Trainer:
             self.budget.stage_began(self.stage_index, self.run_state.elapsed)
         if self.run_state.epoch >= self.epochs:
             self.run_state.status = "completed"
+        if not self._holding_collector:  # the collector off the set-up's objects while the epochs run
+            hold_collector()
+            self._holding_collector = True
 
     def train_epoch(self, epoch: int, launched: tuple | None = None) -> bool:
         """Epoch ``epoch`` (the step, validation, history, checkpoint); False once the run has stopped: its last
@@ -472,6 +477,9 @@ class Trainer:
         restore_sigint(self._previous_sigint)
         self._previous_sigint = None
         self.monitor.end()
+        if self._holding_collector:
+            release_collector()
+            self._holding_collector = False
 
     def finish_run(self) -> Result:
         """The final checkpoint (a diverged run keeps the one written before it) and the result; the training time
