@@ -7,10 +7,10 @@ from ._codegen import Kernel, KernelInput, generate_kernel
 from ._derivatives import DerivativePlan, LinearOperator
 from ._verify import format_checks, verify
 from ._problem import CompiledProblem
-from ._values import AdaptiveHistory, Losses, Points, TorchPointSet, host_to_device
+from ._values import AdaptiveHistory, Losses, Points, TorchPointSet, added_up, host_to_device
 
 __all__ = ["compile_spec", "CompiledProblem", "DerivativePlan", "Kernel", "KernelInput", "LinearOperator", "Losses",
-           "Points", "TorchPointSet", "generate_kernel", "AdaptiveHistory", "host_to_device", "verify",
+           "Points", "TorchPointSet", "generate_kernel", "AdaptiveHistory", "added_up", "host_to_device", "verify",
            "format_checks"]
 
 

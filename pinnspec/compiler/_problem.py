@@ -16,8 +16,6 @@ fused gradients, data-parallel shards) is the engine's (``pinnspec.engine``).
 
 from __future__ import annotations
 
-import functools
-import operator
 import os
 import sys
 
@@ -37,7 +35,7 @@ from ._codegen import Kernel, build_kernels, generate_kernel
 from ._operators import find_operators
 from ._derivatives import DerivativePlan
 from ._reports import ReportEvaluator
-from ._values import AdaptiveHistory, ConditionKernels, Losses, Points, TorchPointSet, host_to_device
+from ._values import AdaptiveHistory, ConditionKernels, Losses, Points, TorchPointSet, added_up, host_to_device
 
 #: Fixed streams for the test and validation points: the same for every training seed.
 TEST_STREAM, VALIDATION_STREAM = 7_000_001, 7_000_002
@@ -621,11 +619,11 @@ class CompiledProblem:
             terms = []
             for weight, atom in task.terms:
                 if isinstance(atom, ir.PoolLoss):
-                    value = _added(sums[c] for c in atom.conditions) / sum(counts[c] for c in atom.conditions)
+                    value = added_up(sums[c] for c in atom.conditions) / sum(counts[c] for c in atom.conditions)
                 else:
                     value = conditions[atom.condition]
                 terms.append(value if weight == 1 else weight * value)
-            tasks.append(_added(terms))
+            tasks.append(added_up(terms))
         return Losses(tasks, conditions, g.name)
 
     def task_coefficients(self, counts: dict[str, int], grouping: str | None = None) -> tuple[dict[str, float], ...]:
@@ -769,11 +767,6 @@ class CompiledProblem:
         if self.left_out:
             lines.append(f"left out (in no task of the grouping): {', '.join(self.left_out)}")
         return "\n".join(lines)
-
-
-def _added(values):
-    """The sum of ``values`` from the first (``sum`` would start from 0: one more operation on tensors)."""
-    return functools.reduce(operator.add, values)
 
 
 def _columns(outputs) -> torch.Tensor:

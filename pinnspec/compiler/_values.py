@@ -4,12 +4,20 @@ arrays to the device."""
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from ._codegen import Kernel
+
+def added_up(values):
+    """The sum of ``values`` from the first (``sum`` would start from 0: one more operation on tensors, and one
+    more node in their graph)."""
+    return functools.reduce(operator.add, values)
+
 
 #: set index -> (seed, block, its points before that block, its points in that block), float64 on the host: what
 #: the adaptive samplers that keep points (`rard`, `r3`) start their next block from

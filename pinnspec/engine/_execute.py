@@ -32,7 +32,7 @@ from typing import Callable
 import torch
 
 from .._compiling import aot_cacheable, compiled, own_code, symbolic
-from ..compiler import CompiledProblem, Losses, Points
+from ..compiler import CompiledProblem, Losses, Points, added_up
 from ..optim import hutchinson_diagonal
 from ._chain import ChainState, ChainStep, UpdateChain
 from ._compiled import CompiledLosses
@@ -233,9 +233,9 @@ class SummedGraph:
 def _weighted_sum(tasks: list[torch.Tensor], weights: torch.Tensor | None) -> torch.Tensor:
     """sum_i lambda_i L_i (lambda = ``weights`` [m], or 1 without a weights stage)."""
     if weights is None:
-        return sum(tasks)
+        return added_up(tasks)
     lam = weights.to(tasks[0].dtype)  # [m]
-    return sum(lam[i] * task for i, task in enumerate(tasks))
+    return added_up(lam[i] * task for i, task in enumerate(tasks))
 
 
 class TwoGraphs:

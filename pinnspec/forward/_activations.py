@@ -197,6 +197,12 @@ def plain_tanh():
         _PLAIN_TANH = before
 
 
+@_memo
+def _tanh_factors(order: int) -> tuple[tuple[int, Poly], ...]:
+    """(k, r) for m = 2..order: sigma^(m) = k r(t) s with s = 1 - t^2 (`_tanh`)."""
+    return tuple(_scaled(_deriv(p)) for p in tanh_polys(order - 1)[1:])
+
+
 def _tanh(z: torch.Tensor, order: int) -> list:
     fast = torch.compiler.is_compiling() and not _PLAIN_TANH  # compiled graphs: the fast form
     t = _CompiledTanh.apply(z) if fast else torch.tanh(z)
@@ -205,8 +211,7 @@ def _tanh(z: torch.Tensor, order: int) -> list:
         s = _one_minus_square(t)  # sigma^(m) = s * p_{m-1}'(t) for m >= 1
         out.append((1, s))
         t2 = t * t if order >= 4 else None
-        for p in tanh_polys(order - 1)[1:]:
-            k, r = _scaled(_deriv(p))
+        for k, r in _tanh_factors(order):
             if r == (1,):
                 out.append((k, s))
             elif r == (0, 1):

@@ -27,8 +27,8 @@ from torch.nn import functional as F
 from ..models import ACTIVATIONS, MLP, Network
 from ._activations import DERIVATIVES, scaled_derivatives
 from ._jet import JET_OPS, Jet
-from ._program import (LinearOperator, MultiIndex, Products, carried, closure, combine, input_operator_rows,
-                       input_rows, operator_program, order_key, row_program)
+from ._program import (LinearOperator, MultiIndex, Products, _memo, carried, closure, combine,
+                       input_operator_rows, input_rows, operator_program, order_key, row_program)
 
 Key = tuple  # (field index, multi-index or LinearOperator), as in the derivative plan
 LAYOUTS = ("rows", "stack")
@@ -99,13 +99,8 @@ def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...
     rows[j] = operators[j] u [N, n_out] (lists)."""
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout '{layout}' (known: {', '.join(LAYOUTS)})")
-    if list(multi_indices) != sorted(set(multi_indices), key=order_key) or not all(multi_indices):
-        raise ValueError("multi-indices must be distinct, non-empty and sorted by (order, index)")
-    d = x.shape[-1]
-    if any(i < 0 or i >= d for mi in multi_indices for i in mi) or \
-            any(i < 0 or i >= d for op in operators for mi, _ in op.terms for i in mi):
-        raise ValueError(f"a multi-index names a coordinate outside 0..{d - 1}")
     operators = tuple(operators)
+    _check_indices(multi_indices, operators, x.shape[-1])
     if not multi_indices and not operators:
         return model(x), [], []
     if isinstance(model, Network):  # the network's own code on jets; an operator is the sum of its terms' rows
@@ -148,6 +143,18 @@ def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...
     # rows into a few outputs loses ~sqrt(K) more digits on CPU; 1.6e-5 vs 8e-7 on Burgers)
     return (F.linear(h, last.weight, last.bias), [F.linear(r, last.weight) for r in rows],
             [F.linear(r, last.weight) for r in op_rows])
+
+
+@_memo
+def _check_indices(multi_indices: tuple[MultiIndex, ...], operators: tuple, d: int) -> bool:
+    """Raise unless the multi-indices are distinct, non-empty, sorted by (order, index) and, with the operators'
+    terms, name coordinates 0..d-1 (checked once per distinct arguments)."""
+    if list(multi_indices) != sorted(set(multi_indices), key=order_key) or not all(multi_indices):
+        raise ValueError("multi-indices must be distinct, non-empty and sorted by (order, index)")
+    if any(i < 0 or i >= d for mi in multi_indices for i in mi) or \
+            any(i < 0 or i >= d for op in operators for mi, _ in op.terms for i in mi):
+        raise ValueError(f"a multi-index names a coordinate outside 0..{d - 1}")
+    return True
 
 
 def _hidden_linear(layer: nn.Linear, h: torch.Tensor, rows: list[torch.Tensor], op_rows: list[torch.Tensor], *,

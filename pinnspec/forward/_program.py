@@ -232,6 +232,11 @@ def operator_parts(operators) -> tuple[MultiIndex, ...]:
 def carried(multi_indices, operators=()) -> tuple[MultiIndex, ...]:
     """The plain derivative rows a hidden layer carries for these multi-indices and operators
     (each operator is one more row)."""
+    return _carried(tuple(multi_indices), tuple(operators))
+
+
+@_memo
+def _carried(multi_indices: tuple[MultiIndex, ...], operators: tuple) -> tuple[MultiIndex, ...]:
     return closure(tuple(multi_indices) + operator_parts(operators))
 
 
@@ -260,7 +265,8 @@ def input_operator_rows(operators, sig: list[tuple[int, torch.Tensor]], weight: 
             factor = wt[mi[0]]
             for i in mi[1:]:
                 factor = factor * wt[i]
-            factor = factor * c
+            if c != 1:  # a unit coefficient as it is (x * 1 is x): one product less, and one node less backwards
+                factor = factor * c
             by_order[len(mi)] = factor if len(mi) not in by_order else by_order[len(mi)] + factor
         o = None
         for m in sorted(by_order):

@@ -108,3 +108,26 @@ def test_compiled_summed_steps_equal_eager_ones(stack):
     assert compiled.execution.current == "summed one graph" and compiled.execution._summed.calls == 10
     assert compiled.execution.strategy.name == "one graph" and compiled.execution.strategy.calls == 0
     torch.testing.assert_close(compiled.theta_flat(), eager.theta_flat(), rtol=1e-10, atol=1e-12)
+
+
+def test_the_summed_steps_sum_starts_from_the_first_task():
+    """sum_i lambda_i L_i from the first term: no 0 + L_1 (one more operation, and one more node backwards); the
+    same value."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from pinnspec.engine._execute import _weighted_sum
+
+    tasks = [torch.tensor(v) for v in (0.25, 1.5, 3.0)]
+    for weights in (None, torch.tensor([1.0, 2.0, 0.5])):
+        seen = []
+
+        class Ops(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                seen.append(func.overloadpacket.__name__)
+                return func(*args, **(kwargs or {}))
+
+        with Ops():
+            total = _weighted_sum(tasks, weights)
+        assert seen.count("add") == 2
+        lam = [1.0, 1.0, 1.0] if weights is None else weights.tolist()
+        assert total.item() == sum(w * t.item() for w, t in zip(lam, tasks))
