@@ -265,8 +265,9 @@ def input_operator_rows(operators, sig: list[tuple[int, torch.Tensor]], weight: 
             factor = wt[mi[0]]
             for i in mi[1:]:
                 factor = factor * wt[i]
-            if c != 1:  # a unit coefficient as it is (x * 1 is x): one product less, and one node less backwards
-                factor = factor * c
+            # also for c = 1 (the same values): without the product a unit term's factor is the strided column
+            # of W^T itself, and the compiled step of DeepXDE's Burgers took 2.33 against 1.85 ms (one thread)
+            factor = factor * c
             by_order[len(mi)] = factor if len(mi) not in by_order else by_order[len(mi)] + factor
         o = None
         for m in sorted(by_order):

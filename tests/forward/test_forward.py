@@ -362,36 +362,3 @@ def test_the_compiled_tanh_form_equals_torch_tanh():
     z32 = z.float()
     assert float(((_tanh_by_expm1(z32).double() - exact).abs() / exact.abs()).max()) < 4e-7
 
-
-def test_an_operator_term_with_a_unit_coefficient_takes_no_product_by_one():
-    """The first layer's operator row: a term's weight-column product scaled by its coefficient, not by a unit one
-    (u_t - nu u_xx: one product fewer than u_t/2 - nu u_xx, forward and backward; the same values)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    from pinnspec.forward._activations import scaled_derivatives
-    from pinnspec.forward._program import input_operator_rows
-
-    generator = torch.Generator().manual_seed(0)
-    weight = torch.randn(6, 2, generator=generator, requires_grad=True)
-    sig = scaled_derivatives("tanh", torch.randn(5, 6, generator=generator), 2)
-
-    def products(coefficient):
-        seen = []
-
-        class Ops(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                seen.append(func.overloadpacket.__name__)
-                return func(*args, **(kwargs or {}))
-
-        operator = LinearOperator((((1,), coefficient), ((0, 0), -0.3)))
-        with Ops():
-            (row,) = input_operator_rows([operator], sig, weight)
-            row.sum().backward()
-        return seen.count("mul"), row
-
-    unit, row = products(1.0)
-    scaled, _ = products(0.5)
-    assert unit == scaled - 2  # one product forward, one backward
-    w = weight.detach()
-    torch.testing.assert_close(row, sig[1][1] * w[:, 1] + (-0.3 * sig[2][0]) * sig[2][1] * w[:, 0] * w[:, 0],
-                               rtol=1e-6, atol=1e-7)
