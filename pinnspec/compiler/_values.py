@@ -13,6 +13,7 @@ import torch
 
 from ._codegen import Kernel
 
+
 def added_up(values):
     """The sum of ``values`` from the first (``sum`` would start from 0: one more operation on tensors, and one
     more node in their graph)."""
