@@ -14,7 +14,7 @@ objects that becomes garbage during the loop waits until it ends.  The steps the
 before (five alternating pairs of 2,000-step runs, one thread: 4.07-4.28 ms per step held,
 3.96-4.41 not); what goes is the pause.
 
-Nested holds (a `RunGroup`'s trainers, one each) hand back once, when the outermost ends; a
+Nested holds (a `RunGroup`'s trainers, one each; trainers in threads) hand back once, when the outermost ends; a
 process that froze objects of its own keeps its freeze and no other.  PINNSPEC_GC_FREEZE=off
 leaves the collector alone.
 """
@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 
 _depth = 0
 _froze = False
+_lock = threading.Lock()  # trainers run in threads of one process share the count
 
 
 def _wanted() -> bool:
@@ -36,19 +38,21 @@ def hold() -> None:
     """Freeze what the collector tracks now (the outermost of nested holds, unless the process froze objects of its
     own: those stay as they are); pair with `release`."""
     global _depth, _froze
-    if _depth == 0:
-        _froze = _wanted() and gc.get_freeze_count() == 0
-        if _froze:
-            gc.freeze()
-    _depth += 1
+    with _lock:
+        if _depth == 0:
+            _froze = _wanted() and gc.get_freeze_count() == 0
+            if _froze:
+                gc.freeze()
+        _depth += 1
 
 
 def release() -> None:
     """End a `hold`; the outermost moves what it froze back to the collector's oldest generation."""
     global _depth, _froze
-    if _depth == 0:
-        return
-    _depth -= 1
-    if _depth == 0 and _froze:
-        _froze = False
-        gc.unfreeze()
+    with _lock:
+        if _depth == 0:
+            return
+        _depth -= 1
+        if _depth == 0 and _froze:
+            _froze = False
+            gc.unfreeze()

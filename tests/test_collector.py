@@ -47,6 +47,28 @@ def test_a_process_that_froze_objects_itself_keeps_its_freeze():
     assert gc.get_freeze_count() == own
 
 
+def test_holds_from_threads_balance():
+    import sys
+    import threading
+
+    def hold_and_release():
+        for _ in range(2000):
+            _collector.hold()
+            _collector.release()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        threads = [threading.Thread(target=hold_and_release) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert _collector._depth == 0 and gc.get_freeze_count() == 0
+
+
 def test_the_variable_turns_it_off(monkeypatch):
     monkeypatch.setenv("PINNSPEC_GC_FREEZE", "off")
     _collector.hold()
