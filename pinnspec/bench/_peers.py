@@ -65,7 +65,9 @@ optimizer adam(lr = 1e-3)
 schedule  constant
 train     epochs = 5000, seed = 0, grouping = deepxde
 """
-CONTENDERS = ("deepxde", "pina", "torch by hand", "pinnspec eager", "pinnspec compile = on", "pinnspec compile = auto")
+
+BY_HAND = "torch by hand"  # the problem in plain torch with pinnspec's eager arithmetic (`BurgersByHand`)
+CONTENDERS = ("deepxde", "pina", BY_HAND, "pinnspec eager", "pinnspec compile = on", "pinnspec compile = auto")
 #: the peers besides pinnspec, with the module that tells whether each is installed and how to install it
 PEERS = {"deepxde": ("deepxde", "pip install 'pinnspec[peers]' (DeepXDE with its torch backend)"),
          "pina": ("pina", "pip install 'pinnspec[peers]' (PINA, pina-mathlab)")}
@@ -144,13 +146,16 @@ _ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "DDE_BACKEND": "p
 def summarize(runs: list[dict], contenders: list[str]) -> list[dict]:
     """One row per contender: medians over the seeds of ms per iteration and loop seconds, their ratio to
     DeepXDE's (None without it), the median over the seeds of each run's ms per iteration over DeepXDE's of
-    the same seed (``ratio_ms_paired``), and the rel-L2's mean, spread (min, max) and seeds."""
+    the same seed (``ratio_ms_paired``) and over the hand-written step's (``ratio_hand_paired``: what pinnspec's
+    own code adds to the same arithmetic; None without that contender), and the rel-L2's mean, spread (min, max)
+    and seeds."""
     by = {c: [r for r in runs if r["contender"] == c] for c in contenders}
     base = by.get("deepxde")
     base_ms = statistics.median(r["ms_per_iteration"] for r in base) if base else None
     base_s = statistics.median(r["loop_s"] for r in base) if base else None
     base_total = statistics.median(r["setup_s"] + r["loop_s"] for r in base) if base else None
     base_by_seed = {r["seed"]: r["ms_per_iteration"] for r in base} if base else {}  # seed -> DeepXDE's ms
+    hand_by_seed = {r["seed"]: r["ms_per_iteration"] for r in by.get(BY_HAND, [])}  # seed -> the by-hand step's ms
     rows = []
     for contender, its in by.items():
         ms = statistics.median(r["ms_per_iteration"] for r in its)
@@ -160,10 +165,12 @@ def summarize(runs: list[dict], contenders: list[str]) -> list[dict]:
         # each run over the DeepXDE run of its seed, a minute or two before it: a slow drift of the machine's
         # speed over the sitting cancels in each ratio
         paired = [r["ms_per_iteration"] / base_by_seed[r["seed"]] for r in its if r["seed"] in base_by_seed]
+        over_hand = [r["ms_per_iteration"] / hand_by_seed[r["seed"]] for r in its if r["seed"] in hand_by_seed]
         rows.append({"contender": contender, "seeds": len(its), "setup_s": statistics.median(r["setup_s"] for r in its),
                      "ms_per_iteration": ms,
                      "ratio_ms": ms / base_ms if base_ms else None,
-                     "ratio_ms_paired": statistics.median(paired) if paired else None, "loop_s": loop,
+                     "ratio_ms_paired": statistics.median(paired) if paired else None,
+                     "ratio_hand_paired": statistics.median(over_hand) if over_hand else None, "loop_s": loop,
                      "ratio_loop": loop / base_s if base_s else None, "total_s": total,
                      "ratio_total": total / base_total if base_total else None,
                      "rel_l2_mean": statistics.fmean(errors),
@@ -175,10 +182,10 @@ def summarize(runs: list[dict], contenders: list[str]) -> list[dict]:
 def markdown(rows: list[dict], iterations: int, seeds: int) -> str:
     x = lambda v: "-" if v is None else f"{v:.2f}x"  # noqa: E731
     table = markdown_table(
-        ["run", "set-up s", "ms / iteration", "vs DeepXDE", "per seed vs DeepXDE", "loop s", "vs DeepXDE",
-         "set-up + loop s", "vs DeepXDE", "rel-L2 (mean; min-max)", "how"],
+        ["run", "set-up s", "ms / iteration", "vs DeepXDE", "per seed vs DeepXDE", "per seed vs by hand", "loop s",
+         "vs DeepXDE", "set-up + loop s", "vs DeepXDE", "rel-L2 (mean; min-max)", "how"],
         [[r["contender"], f"{r['setup_s']:.1f}", f"{r['ms_per_iteration']:.2f}", x(r["ratio_ms"]),
-          x(r["ratio_ms_paired"]), f"{r['loop_s']:.1f}",
+          x(r["ratio_ms_paired"]), x(r["ratio_hand_paired"]), f"{r['loop_s']:.1f}",
           x(r["ratio_loop"]), f"{r['total_s']:.1f}", x(r["ratio_total"]),
           f"{r['rel_l2_mean']:.3e}; {r['rel_l2_min']:.2e}-{r['rel_l2_max']:.2e}", r["execution"]] for r in rows])
     head = (f"DeepXDE's Burgers example, {iterations} Adam iterations, medians over {seeds} seed(s), one thread "
@@ -445,7 +452,7 @@ def _worker(argv: list[str]) -> int:
         record = run_deepxde(seed, iterations)
     elif contender == "pina":
         record = run_pina(seed, iterations)
-    elif contender == "torch by hand":
+    elif contender == BY_HAND:
         record = run_by_hand(seed, iterations)
     else:
         record = run_pinnspec(seed, iterations, COMPILE[contender])

@@ -40,8 +40,21 @@ def test_the_summary_takes_medians_and_ratios_to_deepxde():
     assert rows["pinnspec eager"]["ratio_loop"] == pytest.approx(20.0 / 30.0)
     assert rows["pinnspec eager"]["total_s"] == 21.0 and rows["pinnspec eager"]["ratio_total"] == pytest.approx(21 / 31)
     assert rows["pinnspec eager"]["rel_l2_mean"] == pytest.approx(0.2) and rows["pinnspec eager"]["seeds"] == 3
+    assert rows["pinnspec eager"]["ratio_hand_paired"] is None  # no hand-written run
     alone = _peers.summarize(runs[3:], ["pinnspec eager"])[0]
     assert alone["ratio_ms"] is None and alone["ratio_ms_paired"] is None and "| - |" in _peers.markdown([alone], 10, 3)
+
+
+def test_the_summary_pairs_each_run_with_the_hand_written_step_of_its_seed():
+    runs = [{"contender": c, "seed": seed, "ms_per_iteration": ms, "loop_s": ms * 5, "rel_l2": 0.1, "execution": c,
+             "setup_s": 1.0}
+            for c, seed, ms in [("torch by hand", 0, 4.0), ("torch by hand", 1, 5.0), ("torch by hand", 2, 3.0),
+                                ("pinnspec eager", 0, 5.0), ("pinnspec eager", 1, 5.5), ("pinnspec eager", 2, 4.5)]]
+    rows = {r["contender"]: r for r in _peers.summarize(runs, ["torch by hand", "pinnspec eager"])}
+    assert rows["torch by hand"]["ratio_hand_paired"] == 1.0
+    assert rows["pinnspec eager"]["ratio_hand_paired"] == pytest.approx(1.25)  # median of 5/4, 5.5/5, 4.5/3
+    assert rows["pinnspec eager"]["ratio_ms"] is None  # no DeepXDE run
+    assert "| 1.25x |" in _peers.markdown(list(rows.values()), 10, 3)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("deepxde") is None or importlib.util.find_spec("pina") is None,
