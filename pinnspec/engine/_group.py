@@ -156,8 +156,15 @@ class RunGroup:
         a run that diverges stops alone); one Result per run, in order."""
         trainers = self.trainers
         self._join()
-        for trainer in trainers:
-            trainer.begin_run(sigint=False)
+        begun = []
+        try:
+            for trainer in trainers:
+                trainer.begin_run(sigint=False)
+                begun.append(trainer)
+        except BaseException:  # the runs begun so far end as they began (their progress bars, the collector)
+            for trainer in begun:
+                trainer.end_epochs()
+            raise
         previous = install_sigint(self.request_stop)
         try:
             active = [t for t in trainers if t.run_state.epoch < t.epochs]

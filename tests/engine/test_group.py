@@ -103,6 +103,24 @@ def test_a_run_that_diverges_stops_alone():
     assert results[0].group["group"] == results[1].group["group"] and [r.group["lane"] for r in results] == [0, 1]
 
 
+@pytest.mark.inductor
+def test_a_group_hands_the_collector_back_after_its_runs_and_when_one_cannot_begin(monkeypatch):
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    RunGroup([_trainer(**chain) for chain in CHAINS]).run()
+    assert gc.get_freeze_count() == 0
+    trainers = [_trainer(**chain) for chain in CHAINS]
+
+    def fails(**_):
+        raise OSError("the run directory cannot be written")
+
+    monkeypatch.setattr(trainers[1], "begin_run", fails)
+    with pytest.raises(OSError):
+        RunGroup(trainers).run()
+    assert gc.get_freeze_count() == 0
+
+
 def test_a_group_built_and_never_trained_leaves_its_runs_as_they_were():
     trainers = [_trainer(**chain) for chain in CHAINS]
     RunGroup(trainers)
