@@ -27,12 +27,13 @@ def _unfrozen():
 def test_a_hold_freezes_what_is_tracked_and_the_outermost_release_hands_it_back():
     assert gc.get_freeze_count() == 0
     _collector.hold()
-    frozen = gc.get_freeze_count()
+    frozen = gc.get_freeze_count()  # frozen objects freed by their references leave the count: compare with margins
     assert frozen > 1000  # the interpreter's, torch's, pinnspec's objects
-    _collector.hold()  # nested: nothing more
-    assert gc.get_freeze_count() == frozen
+    made = [[k] for k in range(10_000)]  # tracked, made after the hold
+    _collector.hold()  # nested: nothing more is frozen
+    assert gc.get_freeze_count() < frozen + len(made) // 2
     _collector.release()
-    assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() > frozen // 2  # the inner release hands nothing back
     _collector.release()
     assert gc.get_freeze_count() == 0
     _collector.release()  # one too many: nothing
@@ -42,9 +43,11 @@ def test_a_hold_freezes_what_is_tracked_and_the_outermost_release_hands_it_back(
 def test_a_process_that_froze_objects_itself_keeps_its_freeze():
     gc.freeze()
     own = gc.get_freeze_count()
+    made = [[k] for k in range(10_000)]  # tracked, made after the process's freeze
     _collector.hold()
+    assert gc.get_freeze_count() < own + len(made) // 2  # the hold froze nothing more
     _collector.release()
-    assert gc.get_freeze_count() == own
+    assert gc.get_freeze_count() > own // 2  # and its release unfroze nothing
 
 
 def test_holds_from_threads_balance():
