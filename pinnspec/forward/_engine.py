@@ -148,7 +148,7 @@ def _propagate(model: MLP, x: torch.Tensor, multi_indices: tuple[MultiIndex, ...
 @_memo
 def _check_indices(multi_indices: tuple[MultiIndex, ...], operators: tuple, d: int) -> bool:
     """Raise unless the multi-indices are distinct, non-empty, sorted by (order, index) and, with the operators'
-    terms, name coordinates 0..d-1 (checked once per distinct arguments)."""
+    terms, name coordinates 0..d-1 (checked once per distinct arguments: True, as `_memo` keeps no None)."""
     if list(multi_indices) != sorted(set(multi_indices), key=order_key) or not all(multi_indices):
         raise ValueError("multi-indices must be distinct, non-empty and sorted by (order, index)")
     if any(i < 0 or i >= d for mi in multi_indices for i in mi) or \

@@ -237,7 +237,7 @@ def carried(multi_indices, operators=()) -> tuple[MultiIndex, ...]:
 
 @_memo
 def _carried(multi_indices: tuple[MultiIndex, ...], operators: tuple) -> tuple[MultiIndex, ...]:
-    return closure(tuple(multi_indices) + operator_parts(operators))
+    return closure(multi_indices + operator_parts(operators))
 
 
 @_memo

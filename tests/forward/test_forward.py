@@ -361,4 +361,3 @@ def test_the_compiled_tanh_form_equals_torch_tanh():
     assert limits.tolist() == [-1.0, -1.0, 0.0, 1.0, 1.0]
     z32 = z.float()
     assert float(((_tanh_by_expm1(z32).double() - exact).abs() / exact.abs()).max()) < 4e-7
-
