@@ -5,10 +5,11 @@ What `strong` writes (each only where the spec does not say; see `recipe_choices
 
 * ``enforce``: every Dirichlet, initial and periodic condition whose transform checks pass (tried one at a time
   in file order, each kept while the spec still checks with those kept before it);
-* ``model``: a tanh network of 3 hidden layers (width 32, 8 more per further field, at most 48; 20 under a
-  budget of less than 3 minutes); a Fourier-feature network with a scale per coordinate where the problem's own
-  data oscillate (a sin or cos of a coordinate with at least `OSCILLATING_PERIODS` periods across its interval,
-  found symbolically in the conditions and the `let` definitions; never in a reference or an exact solution);
+* ``model``: a tanh network of 3 hidden layers (width 32, 8 more per further field of one network, at most 48; 20
+  under a budget of less than 3 minutes; `field a(x, y)` gives a network of its own); a Fourier-feature network
+  with a scale per coordinate where the problem's own data oscillate (a sin or cos of a coordinate with at least
+  `OSCILLATING_PERIODS` periods across its interval, found symbolically in the conditions and the `let`
+  definitions; never in a reference or an exact solution);
 * ``sampler rad(k = 1, c = 1)`` and ``resample every 500``, at most 8,192 points at a time for an equation and 2,048
   for another condition; ``schedule cosine(lr_min = 1e-4)``;
 * ``surgery config`` where the spec has observations with noise (`data ...: u, noise = 0.1`);
@@ -220,9 +221,10 @@ def _grouping(problem: ir.Problem, noisy: list[str], enforced: set[str]) -> tupl
 def _model(problem: ir.Problem, budget: float | None, periodic: bool) -> tuple[str, int, str]:
     """The network's call, its parameter count and why."""
     inputs = len(problem.coordinates)
-    outputs = len(problem.fields)
-    width = min(32 + 8 * (outputs - 1), 48)
-    size_reason = f"{_count(inputs, 'input')}, {_count(outputs, 'field')}"
+    networks = _networks(problem)  # coordinates -> fields: one network each (`field a(x, y)`)
+    # the width follows the fields of one network: two networks of one field each are 32 wide, not 40
+    width = min(32 + 8 * (max(len(fields) for fields in networks.values()) - 1), 48)
+    size_reason = f"{_count(inputs, 'input')}, {_count(len(problem.fields), 'field')}"
     if budget is not None and budget < SHORT_BUDGET_S:
         width = 20
         size_reason += f", a budget under {SHORT_BUDGET_S / 60:g} minutes (a small network takes more steps)"
@@ -234,8 +236,7 @@ def _model(problem: ir.Problem, budget: float | None, periodic: bool) -> tuple[s
         width = max(width, 48)
         features = 32
         scales = tuple(_fourier_scale(c, frequencies.get(c.name, 0.0)) for c in problem.coordinates)
-        parameters = sum(_mlp_parameters(2 * features, len(fields), width, depth)
-                         for fields in _networks(problem).values())
+        parameters = sum(_mlp_parameters(2 * features, len(fields), width, depth) for fields in networks.values())
         found = ", ".join(f"{name}: {k / math.pi:.3g} pi" for name, k in oscillating.items())
         call = (f"fourier_mlp(width = {width}, depth = {depth}, fourier = ({', '.join(f'{s:.3g}' for s in scales)}),"
                 f" features = {features})")
@@ -243,7 +244,6 @@ def _model(problem: ir.Problem, budget: float | None, periodic: bool) -> tuple[s
                                   f"features, a scale per coordinate of 2/3 its highest frequency, else 1 over its "
                                   f"length ({parameters:,} parameters)")
     extra = sum(1 for c in problem.periodic_embeddings) if periodic else 0
-    networks = _networks(problem)  # coordinates -> fields: one network each (`field a(x, y)`)
     parameters = sum(_mlp_parameters(len(coords) + (extra if len(coords) == inputs else 0), len(fields), width, depth)
                      for coords, fields in networks.items())
     call = f"mlp(width = {width}, depth = {depth}, activation = tanh, init = xavier)"

@@ -131,6 +131,18 @@ equation heat: u_t = a*u_xx + u_yy
     assert "fourier_mlp" in fourier.source and f"({count:,} parameters)" in fourier.source
 
 
+@pytest.mark.parametrize("fields, width", [("u, a", 40), ("u, a(x, y)", 32), ("u, v, a(x, y)", 40)])
+def test_the_width_follows_the_fields_of_one_network(fields, width):
+    """32 units, 8 more per further field of one network: `field u, a(x, y)` gives two networks of one field."""
+    spec = apply_overrides(loads(f"""problem two
+space x in [0, 1], y in [0, 1]
+time t in [0, 1]
+field {fields}
+equation heat: u_t = a*u_xx + u_yy
+"""), {"recipe": "strong"})
+    assert f"model mlp(width = {width}, depth = 3, activation = tanh, init = xavier)" in _statements(spec)
+
+
 def test_frequencies_are_found_in_the_data():
     spec = load(ROOT / "benchmarks" / "pinnacle" / "cases" / "heat2dms.pinn")
     found = _recipe._frequencies(spec.ir)
