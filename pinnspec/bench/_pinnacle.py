@@ -14,11 +14,17 @@ that ``enforce`` takes: `enforceable`): ``adam`` (PINNacle's vanilla PINN: the l
 ``config+gua``, ``pcgrad+gua``, ``adam+enforce``, ...; or ``best``: the case's own configuration, the
 overrides of ``benchmarks/pinnacle/best/CASE.set`` (`best_settings`) on the case's spec, with its own stages
 and epochs (``--epochs`` does not apply to it); or ``recipe``: no per-case file, ``--recipe 'strong(time = T)'``
-on the case's spec (``--time T``, default 15 min: the recipe's stages share it; pinnspec.lang._recipe).  The model scored is the one at the last epoch, as
-PINNacle reports it: the runs validate once, at the end, and a run in stages, which keeps the best of its
-stages' last epochs, is scored from its final checkpoint.  Metrics over every test point and every output:
+on the case's spec (``--time T``, default 15 min: the recipe's stages share it; pinnspec.lang._recipe).  The
+model scored is the one at the last epoch, as PINNacle reports it: the runs validate once, at the end, and a
+run in stages, which keeps the best of its stages' last epochs, is scored from its final checkpoint.  Metrics
+over every test point and every output:
 
     L2RE = ||u - u*||_2 / ||u*||_2      L1RE = ||u - u*||_1 / ||u*||_1      MSE = mean((u - u*)^2)
+
+The inverse cases (PInv, HInv) read their observations from ``data/`` beside the cases: drawn once, with seed 0
+(`observations`, make_data.py); ``--noise per-seed`` draws them anew with each run's seed, as PINNacle does in
+each run, into ``OUT/observations/seed=S`` (`seed_cases`), and runs those cases under
+``OUT/runs/CASE/METHOD/noise=S``.
 
 Writes ``OUT/pinnacle.md``, ``OUT/pinnacle.csv`` (one row per case and method: mean ± std over the seeds,
 PINNacle's vanilla and best L2RE beside them) and ``OUT/plots/CASE.png`` (prediction, reference and error per
@@ -29,6 +35,7 @@ second over all runs trained, and the wall time).
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import os
 import sys
@@ -127,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
                    help="a setting for every run, as `pinnspec train --set` takes it (model=..., weights=..., "
                         "optimizer=...); repeatable")
+    p.add_argument("--noise", choices=NOISE_CHOICES, default="once",
+                   help="the inverse cases' (PInv, HInv) observation noise: once (the repository's data/*_obs.csv, "
+                        "drawn with seed 0, the same for every run) or per-seed (drawn anew with each run's seed, "
+                        "as PINNacle draws it in each run; written under OUT/observations). Default once")
     p.add_argument("--table-only", action="store_true",
                    help="train nothing: write the table and plots from the runs already in --out (finished runs "
                         "are scored; where none of a cell finished, the runs a time limit stopped, or a kill at "
@@ -266,6 +277,57 @@ def cases_dir(given: str | None) -> str:
     raise BenchError(f"cannot find {CASES_DIR} (in the working directory or the checkout); pass --cases-dir DIR")
 
 
+# ====================================================================== the inverse cases' observations
+#: PINNacle's inverse cases observe u with N(0, 0.1^2) noise, drawn anew in each run (its src/pde/inverse.py)
+OBSERVATION_NOISE = 0.1
+#: the cases that read observations (from ``../data/FILE`` beside their spec) and the file each reads
+OBSERVATION_FILES = {"pinv": "pinv_obs.csv", "pinvpinnacle": "pinv_obs.csv", "hinv": "hinv_obs.csv"}
+#: ``--noise``: the repository's observations for every run, or noise drawn with each run's seed
+NOISE_CHOICES = ("once", "per-seed")
+#: HInv's observation points (x, y, t), PINNacle's file, relative to the cases' folder
+HEAT_POINTS = os.path.join("..", "ref", "heatinv_points.dat")
+
+
+def observations(seed: int, heat_points: np.ndarray) -> dict[str, tuple[str, np.ndarray]]:
+    """The observation files of PInv and HInv drawn with ``seed``: file name -> (CSV header, rows).  PInv: u* =
+    sin(pi x) sin(pi y) on the 50 x 50 grid of [0, 1]^2; HInv: u* = exp(-t) sin(pi x) sin(pi y) at
+    ``heat_points`` ([2500, 3]: x, y, t); each plus N(0, 0.1^2) noise from numpy's ``default_rng(seed)``, PInv's
+    drawn first.  Seed 0 gives the repository's ``data/pinv_obs.csv`` and ``data/hinv_obs.csv`` (make_data.py)."""
+    rng = np.random.default_rng(seed)
+    x, y = (g.reshape(-1) for g in np.meshgrid(np.linspace(0, 1, 50), np.linspace(0, 1, 50)))  # [2500] each
+    u = np.sin(np.pi * x) * np.sin(np.pi * y) + rng.normal(0.0, OBSERVATION_NOISE, size=x.shape)  # [2500]
+    hx, hy, ht = heat_points.T  # [2500] each
+    hu = np.exp(-ht) * np.sin(np.pi * hx) * np.sin(np.pi * hy) + rng.normal(0.0, OBSERVATION_NOISE, size=hx.shape)
+    return {"pinv_obs.csv": ("x,y,u", np.stack([x, y, u], axis=1)),  # [2500, 3]
+            "hinv_obs.csv": ("x,y,t,u", np.concatenate([heat_points, hu[:, None]], axis=1))}  # [2500, 4]
+
+
+def observations_text(header: str, rows: np.ndarray) -> str:
+    """An observation file's text: the header line, then the rows with every digit a float64 holds."""
+    buffer = io.StringIO()
+    np.savetxt(buffer, rows, delimiter=",", header=header, comments="", fmt="%.17g")
+    return buffer.getvalue()
+
+
+def seed_cases(folder: str, out: str, cases: list[str], seed: int) -> str:
+    """``--noise per-seed``: ``OUT/observations/seed=S/cases`` with a copy of each case spec in ``cases`` and,
+    beside it in ``data/``, the observations drawn with ``seed`` (`observations`), so that a spec's
+    ``"../data/FILE"`` reads them.  Returns that cases folder."""
+    from .._files import atomic_write_text
+
+    points_path = os.path.join(folder, HEAT_POINTS)
+    if not os.path.isfile(points_path):
+        raise BenchError(f"--noise per-seed: HInv's observation points {points_path} are missing (they lie in "
+                         f"ref/ beside the cases folder)")
+    root = os.path.join(out, "observations", f"seed={seed}")
+    for name, (header, rows) in observations(seed, np.loadtxt(points_path)).items():  # [2500, 3]
+        atomic_write_text(os.path.join(root, "data", name), observations_text(header, rows))
+    for case in cases:
+        with open(os.path.join(folder, f"{case}.pinn"), encoding="utf-8") as fh:
+            atomic_write_text(os.path.join(root, "cases", f"{case}.pinn"), fh.read())
+    return os.path.join(root, "cases")
+
+
 # ====================================================================== metrics
 def metrics(prediction: np.ndarray, reference: np.ndarray) -> dict[str, float]:
     """L2RE, L1RE and MSE over every point and output.  ``prediction``, ``reference``: [n, k]."""
@@ -359,8 +421,21 @@ def _run(args) -> int:
             found["enforce"] = enforced[case]
         return found
 
-    sweeps = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed=cell_settings(case, method),
-                    out=os.path.join(args.out, "runs", case, slug(method))) for case, method in cells]
+    # one sweep per cell; with --noise per-seed, one per seed for a case with observations, each reading its own
+    seed_folders = {seed: seed_cases(folder, args.out, [c for c in chosen if c in OBSERVATION_FILES], seed)
+                    for seed in seed_list} if args.noise == "per-seed" and set(chosen) & set(OBSERVATION_FILES) else {}
+    sweeps, cell_of = [], []
+    for cell, (case, method) in enumerate(cells):
+        out = os.path.join(args.out, "runs", case, slug(method))
+        if seed_folders and case in OBSERVATION_FILES:
+            parts = [Sweep(os.path.join(seed_folders[seed], f"{case}.pinn"), seeds=[seed],
+                           fixed=cell_settings(case, method), out=os.path.join(out, f"noise={seed}"))
+                     for seed in seed_list]
+        else:
+            parts = [Sweep(os.path.join(folder, f"{case}.pinn"), seeds=seed_list, fixed=cell_settings(case, method),
+                           out=out)]
+        sweeps += parts
+        cell_of += [cell] * len(parts)
     started = time.perf_counter()
     if args.together and not args.table_only and args.compile not in ("on", "graphs"):
         raise BenchError("--together trains a case's methods as one compiled graph: give --compile on (or graphs "
@@ -375,12 +450,13 @@ def _run(args) -> int:
     trained = sum(_epochs_trained(o) for r in reports for o in r.outcomes.values())
 
     rows, per_run = [], {}
-    for (case, method), report in zip(cells, reports):
-        found = {run.seed: run_metrics(run.run_dir) for run in report.runs}
-        per_run[(case, method)] = {run.seed: (run.run_dir, found[run.seed]) for run in report.runs}
+    for cell, (case, method) in enumerate(cells):
+        runs = [run for report, of in zip(reports, cell_of) if of == cell for run in report.runs]
+        found = {run.seed: run_metrics(run.run_dir) for run in runs}
+        per_run[(case, method)] = {run.seed: (run.run_dir, found[run.seed]) for run in runs}
         done = [m for m in found.values() if m is not None and m["status"] == "completed"]
         stopped = [m for m in found.values() if m is not None and m["status"] in STOPPED]
-        entry = {"case": case, "pinnacle_name": CASES[case].label, "method": method, "runs": len(report.runs),
+        entry = {"case": case, "pinnacle_name": CASES[case].label, "method": method, "runs": len(runs),
                  "completed": len(done), "stopped_at": "", "pinnacle_vanilla": CASES[case].vanilla,
                  "pinnacle_best": CASES[case].best, "pinnacle_best_method": CASES[case].best_method}
         if not done and stopped:  # no run reached its last epoch: the stopped ones, at the epochs they reached
@@ -469,6 +545,8 @@ def markdown(rows: list[dict], args, seed_list: list[int], throughput: dict,
              f"{args.epochs} epochs per run{own}, seeds {','.join(map(str, seed_list))}, device {args.device}, "
              f"jobs {args.jobs or 'default'}, compile {args.compile or 'as the specs say'}"
              + (", each case's runs as one group (--together)" if getattr(args, "together", False) else "")
+             + (", the observation noise of PInv and HInv drawn with each run's seed (--noise per-seed)"
+                if getattr(args, "noise", "once") == "per-seed" else "")
              + "".join(f", {item}" for item in args.settings)
              + ".  L2RE / L1RE / MSE over every test point and output of the model at the last epoch, mean ± "
              "sample std over the completed seeds (where none completed: over the runs stopped early, at the "

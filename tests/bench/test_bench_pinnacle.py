@@ -354,3 +354,68 @@ def test_recipe_trains_a_case_with_no_file_of_its_own_within_its_time(tmp_path, 
     assert result["status"] == "completed" and "the time budget (4 s) was spent" in result["message"]
     assert "enforce ic, walls" in config and "train time = 4 s" in config and "stage ssbroyden" in config
     assert result["train_time_s"] < 4 + 2  # the budget, and the epoch in progress when it was spent
+
+
+def test_the_observations_drawn_with_seed_0_are_the_repositorys_files():
+    data = ROOT / "benchmarks" / "pinnacle" / "data"
+    points = np.loadtxt(ROOT / "benchmarks" / "pinnacle" / "ref" / "heatinv_points.dat")  # [2500, 3]
+    drawn = _pinnacle.observations(0, points)
+    for name, (header, rows) in drawn.items():
+        assert _pinnacle.observations_text(header, rows) == (data / name).read_text(encoding="utf-8")
+    # another seed: the same points, the exact u plus other noise of the same size
+    for name, (header, rows) in _pinnacle.observations(1, points).items():
+        other = drawn[name][1]
+        np.testing.assert_array_equal(rows[:, :-1], other[:, :-1])
+        noise, noise0 = rows[:, -1] - _exact_observed(name, rows), other[:, -1] - _exact_observed(name, other)
+        assert abs(noise.std() - 0.1) < 0.005 and abs(noise0.std() - 0.1) < 0.005  # 2,500 draws: sd 0.1 +- 1.4e-3
+        assert abs(np.corrcoef(noise, noise0)[0, 1]) < 0.1  # independent draws
+
+
+def _exact_observed(name: str, rows: np.ndarray) -> np.ndarray:
+    """u* at an observation file's points (PInv: x, y; HInv: x, y, t)."""
+    x, y = rows[:, 0], rows[:, 1]
+    decay = np.exp(-rows[:, 2]) if name == "hinv_obs.csv" else 1.0
+    return decay * np.sin(np.pi * x) * np.sin(np.pi * y)
+
+
+def test_noise_per_seed_gives_each_run_observations_drawn_with_its_seed(tmp_path, capsys):
+    cases, ref = tmp_path / "bench" / "cases", tmp_path / "bench" / "ref"
+    cases.mkdir(parents=True)
+    ref.mkdir()
+    text = (CASES / "pinv.pinn").read_text(encoding="utf-8")
+    text = text.replace("points poisson 8192, coefficient 2048, poissonedge 2048",
+                        "points poisson 64, coefficient 16, poissonedge 16")
+    (cases / "pinv.pinn").write_text(text, encoding="utf-8")
+    (ref / "heatinv_points.dat").write_bytes((ROOT / "benchmarks" / "pinnacle" / "ref" / "heatinv_points.dat")
+                                             .read_bytes())
+    out = tmp_path / "out"
+    argv = ["--cases", "pinv", "--methods", "adam", "--epochs", "2", "--seeds", "0,1", "--jobs", "1",
+            "--threads", "1", "--cases-dir", str(cases), "--out", str(out), "--noise", "per-seed",
+            "--set", "model=mlp(width = 8, depth = 2)"]
+    assert bench.main("pinnacle", argv) == 0
+    assert "drawn with each run's seed (--noise per-seed)" in capsys.readouterr().out
+    with open(out / "pinnacle.csv", encoding="utf-8") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert (row["runs"], row["completed"]) == ("2", "2")
+    repository = (ROOT / "benchmarks" / "pinnacle" / "data" / "pinv_obs.csv").read_text(encoding="utf-8")
+    seen = []
+    for seed in (0, 1):
+        run_dir = out / "runs" / "pinv" / "adam" / f"noise={seed}" / f"seed={seed}"
+        assert json.loads((run_dir / "result.json").read_text())["status"] == "completed"
+        observed = out / "observations" / f"seed={seed}" / "data" / "pinv_obs.csv"
+        assert (out / "observations" / f"seed={seed}" / "cases" / "pinv.pinn").read_text(encoding="utf-8") == text
+        seen.append(observed.read_text(encoding="utf-8"))
+    assert seen[0] == repository and seen[1] != repository  # seed 0 draws the repository's observations
+    assert bench.main("pinnacle", argv) == 0  # everything finished: nothing is trained again
+    assert "trained no runs" in capsys.readouterr().out
+
+
+def test_noise_per_seed_needs_heat_points_beside_the_cases(tmp_path, capsys):
+    _small_burgers_case(tmp_path / "cases")
+    (tmp_path / "cases" / "pinv.pinn").write_text((CASES / "pinv.pinn").read_text(encoding="utf-8"))
+    argv = ["--cases", "pinv", "--methods", "adam", "--epochs", "1", "--cases-dir", str(tmp_path / "cases"),
+            "--out", str(tmp_path / "out"), "--noise", "per-seed"]
+    assert bench.main("pinnacle", argv) == 1
+    err = capsys.readouterr().err
+    assert "--noise per-seed: HInv's observation points" in err and "heatinv_points.dat" in err
+    assert "Traceback" not in err
