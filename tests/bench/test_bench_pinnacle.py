@@ -403,7 +403,9 @@ def test_noise_per_seed_gives_each_run_observations_drawn_with_its_seed(tmp_path
         run_dir = out / "runs" / "pinv" / "adam" / f"noise={seed}" / f"seed={seed}"
         assert json.loads((run_dir / "result.json").read_text())["status"] == "completed"
         observed = out / "observations" / f"seed={seed}" / "data" / "pinv_obs.csv"
-        assert (out / "observations" / f"seed={seed}" / "cases" / "pinv.pinn").read_text(encoding="utf-8") == text
+        spec = out / "observations" / f"seed={seed}" / "cases" / "pinv.pinn"  # reads ../data/pinv_obs.csv
+        assert spec.read_text(encoding="utf-8") == text
+        assert json.loads((run_dir.parent / "sweep.json").read_text())["spec"] == str(spec)  # the run trained it
         seen.append(observed.read_text(encoding="utf-8"))
     assert seen[0] == repository and seen[1] != repository  # seed 0 draws the repository's observations
     assert bench.main("pinnacle", argv) == 0  # everything finished: nothing is trained again
@@ -411,7 +413,7 @@ def test_noise_per_seed_gives_each_run_observations_drawn_with_its_seed(tmp_path
 
 
 def test_noise_per_seed_needs_heat_points_beside_the_cases(tmp_path, capsys):
-    _small_burgers_case(tmp_path / "cases")
+    (tmp_path / "cases").mkdir()
     (tmp_path / "cases" / "pinv.pinn").write_text((CASES / "pinv.pinn").read_text(encoding="utf-8"))
     argv = ["--cases", "pinv", "--methods", "adam", "--epochs", "1", "--cases-dir", str(tmp_path / "cases"),
             "--out", str(tmp_path / "out"), "--noise", "per-seed"]
