@@ -19,8 +19,7 @@ import os
 
 import numpy as np
 
-from pinnspec._files import atomic_write_text
-from pinnspec.bench._pinnacle import HEAT_POINTS, observations, observations_text
+from pinnspec.bench._pinnacle import HEAT_POINTS, write_observations
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEED = 0
@@ -28,10 +27,8 @@ SEED = 0
 
 def main() -> None:
     points = np.loadtxt(os.path.join(HERE, "cases", HEAT_POINTS))  # [2500, 3]: x, y, t
-    for name, (header, rows) in observations(SEED, points).items():
-        path = os.path.join(HERE, "data", name)
-        atomic_write_text(path, observations_text(header, rows))
-        print(f"wrote {path} ({len(rows)} rows)")
+    for path, rows in write_observations(os.path.join(HERE, "data"), SEED, points):
+        print(f"wrote {path} ({rows} rows)")
 
 
 if __name__ == "__main__":

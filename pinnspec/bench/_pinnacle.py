@@ -309,6 +309,18 @@ def observations_text(header: str, rows: np.ndarray) -> str:
     return buffer.getvalue()
 
 
+def write_observations(data_dir: str, seed: int, heat_points: np.ndarray) -> list[tuple[str, int]]:
+    """Write `observations` drawn with ``seed`` into ``data_dir`` (atomically); each file's path and row count."""
+    from .._files import atomic_write_text
+
+    written = []
+    for name, (header, rows) in observations(seed, heat_points).items():
+        path = os.path.join(data_dir, name)
+        atomic_write_text(path, observations_text(header, rows))
+        written.append((path, len(rows)))
+    return written
+
+
 def seed_cases(folder: str, out: str, cases: list[str], seed: int) -> str:
     """``--noise per-seed``: ``OUT/observations/seed=S/cases`` with a copy of each case spec in ``cases`` and,
     beside it in ``data/``, the observations drawn with ``seed`` (`observations`), so that a spec's
@@ -320,8 +332,7 @@ def seed_cases(folder: str, out: str, cases: list[str], seed: int) -> str:
         raise BenchError(f"--noise per-seed: HInv's observation points {points_path} are missing (they lie in "
                          f"ref/ beside the cases folder)")
     root = os.path.join(out, "observations", f"seed={seed}")
-    for name, (header, rows) in observations(seed, np.loadtxt(points_path)).items():  # [2500, 3]
-        atomic_write_text(os.path.join(root, "data", name), observations_text(header, rows))
+    write_observations(os.path.join(root, "data"), seed, np.loadtxt(points_path))  # points [2500, 3]
     for case in cases:
         with open(os.path.join(folder, f"{case}.pinn"), encoding="utf-8") as fh:
             atomic_write_text(os.path.join(root, "cases", f"{case}.pinn"), fh.read())
