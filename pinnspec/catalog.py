@@ -80,10 +80,10 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     # a wall-time budget for the whole run (`train time = 10 min`; s, min or h), which its stages share
     # (pinnspec.engine._budget); None: the epochs alone end the run
     "time": ("duration", None),
-    # discrepancy: the run ends at the first epoch where every data condition with stated noise fits its
-    # observations to their noise (mean square misfit <= K sigma^2, K observed fields; Morozov's discrepancy
-    # principle: fitting further fits the noise; pinnspec.engine._budget.DiscrepancyStop); never: the epochs
-    # and the time budget alone end it
+    # discrepancy: the run ends at the first epoch of its last stage where every data condition with stated
+    # noise fits its observations to their noise (mean square misfit <= K sigma^2, K observed fields; Morozov's
+    # discrepancy principle: fitting further fits the noise; pinnspec.engine._budget.DiscrepancyStop); never: the
+    # epochs and the time budget alone end it
     "stop": ("choice:never|discrepancy", "never"),
     # checked: a run whose memory estimate passes the machine's available memory is refused before anything is
     # allocated (pinnspec.engine._memory); unchecked: it runs anyway

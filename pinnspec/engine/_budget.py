@@ -45,8 +45,9 @@ class DiscrepancyStop:
     """``train stop = discrepancy``: Morozov's discrepancy principle for observations with stated noise.  The
     loss of a data condition with K observed fields is the mean over its observations of the summed squared
     misfits; at the exact fields it is K sigma^2 on average (the noise's variance per field).  A model whose loss
-    is below that fits the noise too, so the run ends after the first epoch where every such condition's loss
-    is at most its K sigma^2 (``thresholds``: condition -> K sigma^2)."""
+    is below that fits the noise too, so the run ends after the first epoch of its last stage (an earlier one only
+    starts the fit) where every such condition's loss is at most its K sigma^2 (``thresholds``: condition -> K
+    sigma^2)."""
 
     thresholds: tuple[tuple[str, float], ...]
 

@@ -414,7 +414,8 @@ class Trainer:
             return False
         if self.budget.spent(time.perf_counter() - self._started):
             self._end_stage_after(epoch)
-        if self.discrepancy is not None and epoch + 1 < self.epochs and self.discrepancy.reached(row):
+        if (self.discrepancy is not None and epoch + 1 < self.epochs and self.stage_index == len(self.stages) - 1
+                and self.discrepancy.reached(row)):  # in the last stage: the earlier ones only start the fit
             self._end_run_after(epoch)
         validated = self.monitor.validated(epoch, last=self.epochs, stage_starts=self.stage_starts)
         if validated:

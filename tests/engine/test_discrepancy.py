@@ -85,3 +85,16 @@ def test_runs_that_stop_at_the_noise_do_not_train_as_a_group(observations):
 
     trainers = [Trainer(apply_overrides(_spec(observations), {"surgery": s})) for s in ("none", "pcgrad")]
     assert "stop = discrepancy" in group_blocker(trainers)
+
+
+def test_the_stop_waits_for_the_last_stage(tmp_path, observations):
+    """A first stage only starts the fit: its losses at or below the noise do not end the run, the last stage's
+    first such epoch does (the plain Adam run reaches the noise within 600 epochs)."""
+    text = (SPEC.format(path=observations.as_posix(), extra=", stop = discrepancy")
+            .replace("optimizer adam(lr = 1e-2)\n", "").replace("train epochs = 600, ", "train ")
+            + "stage adam(lr = 1e-2) epochs = 600\nstage lbfgs epochs = 50, dtype = float64\n")
+    result = Trainer(loads(text), str(tmp_path / "run")).run()
+    losses = _obs_losses(tmp_path / "run")
+    assert min(losses[:600]) <= SIGMA ** 2  # the first stage reached the noise and went on
+    assert result.status == "completed" and 600 < result.epochs_done == len(losses) < 650
+    assert losses[-1] <= SIGMA ** 2 and all(loss > SIGMA ** 2 for loss in losses[600:-1])
