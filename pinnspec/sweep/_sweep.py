@@ -178,8 +178,10 @@ def _alive(pid) -> bool:
 # ---------------------------------------------------------------- backends
 @contextlib.contextmanager
 def _one_ctrl_c():
-    """SIGINT raises KeyboardInterrupt, except the repeats of the first (pinnspec._interrupts): the backends
-    pass one interrupt on to the runs, which checkpoint, and wait for them; a second Ctrl-C stops at once."""
+    """SIGINT and SIGTERM raise KeyboardInterrupt, except the repeats of the first (pinnspec._interrupts): the
+    backends pass one interrupt on to the runs, which checkpoint, and wait for them; a second one stops at once.
+    SIGTERM counts as Ctrl-C: `kill` or a batch scheduler ending the driver ends its workers' runs too, each
+    checkpointed, rather than leave them training outside the terminal's process group."""
     interrupts = Interrupts()
 
     def handler(signum, frame):
@@ -187,7 +189,7 @@ def _one_ctrl_c():
             raise KeyboardInterrupt
 
     try:
-        previous = signal.signal(signal.SIGINT, handler)
+        previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not the main thread: Python's own handling
         yield
         return
@@ -196,7 +198,8 @@ def _one_ctrl_c():
     finally:
         if interrupts.first is not None:  # a repeat still on its way is taken here, not by the caller
             time.sleep(max(0.0, REPEAT_S - (interrupts.clock() - interrupts.first)))
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler_before in previous.items():
+            signal.signal(signum, handler_before)
 
 
 def _run_local(units: list[list[dict]], jobs: int, threads: int, done, fresh_processes: bool = False) -> None:
@@ -454,7 +457,7 @@ def run_sweeps(sweeps: list[Sweep], *, jobs: int | None = None, threads: int | N
                     for report in reports:
                         report.interrupted = True
                     if isinstance(stop, _StoppedAtOnce):
-                        log("stopped at once (a second Ctrl-C): each run in progress keeps the checkpoint it wrote "
+                        log("stopped at once (a second interrupt): each run in progress keeps the checkpoint it wrote "
                             "last; run the same command again to continue from there")
                     else:
                         log("interrupted: the runs in progress checkpointed; run the same command again to continue")

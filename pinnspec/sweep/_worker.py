@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 
 #: the files of a run directory that a fresh start replaces (pinnspec.engine._artifacts)
@@ -36,18 +37,40 @@ def _note_stop(signum, frame):
         _trainer.request_stop()
 
 
+#: how often a pool worker looks whether its driver still runs (seconds)
+PARENT_POLL_S = 0.5
+
+
 def init_pool_worker(threads: int) -> None:
     """Initializer of a local pool process.  It leaves the terminal's process
     group, so a Ctrl-C reaches only the driver, which sends each worker one
     SIGINT: a training run then finishes its epoch, checkpoints and returns
     status "interrupted" (the trainer's own handler); a worker between runs
-    notes it and starts no more training."""
+    notes it and starts no more training.  A worker whose driver is gone
+    (killed with SIGKILL, or crashed) stops the same way, then exits
+    (`_stop_when_orphaned`): outside the terminal's process group, nothing
+    else would end it."""
     try:
         os.setpgrp()
     except OSError:
         pass
     signal.signal(signal.SIGINT, _note_stop)
     set_threads(threads)
+    threading.Thread(target=_stop_when_orphaned, args=(os.getppid(),), name="pinnspec-parent-watch",
+                     daemon=True).start()
+
+
+def _stop_when_orphaned(driver: int, poll_s: float = PARENT_POLL_S) -> None:
+    """Wait until this process's parent is no longer ``driver`` (it ended and the process was re-parented),
+    then stop as on Ctrl-C: the run in progress finishes its epoch and checkpoints; once no run trains, the
+    process exits (130).  Its answer could reach no one."""
+    while os.getppid() == driver:
+        time.sleep(poll_s)
+    _note_stop(signal.SIGINT, None)
+    while (trainer := _trainer) is not None:  # asked until it returns: also stops a run that began just now
+        trainer.request_stop()
+        time.sleep(poll_s / 5)
+    os._exit(130)
 
 
 def run_tasks(tasks: list[dict]) -> list[dict]:

@@ -241,8 +241,86 @@ def test_a_second_ctrl_c_stops_the_sweep_at_once_and_says_so(tmp_path):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 130, err
-    assert "stopped at once (a second Ctrl-C): each run in progress keeps the checkpoint it wrote last" in err
+    assert "stopped at once (a second interrupt): each run in progress keeps the checkpoint it wrote last" in err
     assert "the runs in progress checkpointed" not in err
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie that no one reaps counts as ended)."""
+    try:
+        return Path("/proc", str(pid), "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _wait_for_training(proc: subprocess.Popen, run: Path) -> list[int]:
+    """Wait until ``run`` trains (its config.pinn is written) and has a checkpoint; the driver's pool workers."""
+    deadline = time.time() + 120
+    while not (run / "checkpoint.pt").exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert (run / "checkpoint.pt").exists(), proc.stderr.read() if proc.poll() is not None else "none in 120 s"
+    return _pool_workers(proc.pid)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="Linux only: the test finds the pool's worker "
+                                                             "process in /proc")
+def test_sigterm_to_the_driver_stops_its_runs_as_ctrl_c_does(tmp_path):
+    """`kill` (SIGTERM) to a sweep's driver: its runs finish their epochs and checkpoint, as on Ctrl-C, the
+    driver exits 130 and no worker is left training (they are outside its process group: a killed driver that
+    did not pass the signal on would leave them running)."""
+    out = tmp_path / "term"
+    proc = _start_long_sweep(out, "--set", "checkpoint_every=50", "--seeds", "0")
+    workers = []
+    try:
+        workers = _wait_for_training(proc, out / "seed=0")
+        assert len(workers) == 1, workers
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        deadline = time.time() + 10
+        while not _gone(workers[0]) and time.time() < deadline:
+            time.sleep(0.05)
+        assert _gone(workers[0])
+    finally:
+        for pid in [proc.pid, *workers]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    result = json.loads((out / "seed=0" / "result.json").read_text())
+    assert result["status"] == "interrupted", err
+    assert "interrupted: the runs in progress checkpointed" in err
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="Linux only: the test finds the pool's worker "
+                                                             "process in /proc")
+def test_a_worker_whose_driver_was_killed_checkpoints_and_exits(tmp_path):
+    """SIGKILL to the driver (nothing passed on): its worker sees it re-parented, finishes the epoch,
+    checkpoints and exits; the same command resumes the run from that checkpoint."""
+    out = tmp_path / "orphan"
+    proc = _start_long_sweep(out, "--set", "checkpoint_every=100000", "--seeds", "0")
+    run = out / "seed=0"
+    workers = []
+    try:
+        deadline = time.time() + 120
+        while not (run / "config.pinn").exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)  # config.pinn: the run is training; its only checkpoint so far is none
+        workers = _pool_workers(proc.pid)
+        assert len(workers) == 1, workers
+        time.sleep(0.5)
+        proc.kill()
+        proc.communicate(timeout=30)
+        deadline = time.time() + 30
+        while not _gone(workers[0]) and time.time() < deadline:
+            time.sleep(0.05)
+        assert _gone(workers[0]), "the orphaned worker still runs"
+    finally:
+        for pid in [proc.pid, *workers]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "interrupted" and 0 < result["epochs_done"] < 100000
+    import torch
+
+    assert torch.load(run / "checkpoint.pt", weights_only=False)["epoch"] == result["epochs_done"]
 
 
 def test_ray_gives_the_same_table(local, tmp_path, capsys):
