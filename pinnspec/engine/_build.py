@@ -97,7 +97,7 @@ def describe_execution(spec) -> str:
                           num_losses=grouping.m, device=device)
     text = plan.describe(plan.candidates[0].name)
     if t.stages:  # the plan above is the first first-order stage's; each stage in order
-        lines = [f"stages ({len(t.stages)}), each from the best checkpoint of those before it:"]
+        lines = [f"stages ({len(t.stages)}), each from where the one before it ended:"]
         objective = "one compiled graph" if objective_compiles(t, problem, model) else "eagerly"
         for k, stage in enumerate(t.stages):
             how = (f"its line search on the host, f and its gradient by {objective}, the task losses' weighted sum "

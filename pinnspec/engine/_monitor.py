@@ -210,8 +210,8 @@ class Monitor:
         return float(losses.tasks.detach().sum().to(torch.float64))
 
     def validated(self, epoch: int, *, last: int, stage_starts: list[int]) -> bool:
-        """Whether epoch ``epoch`` validates: every `every` epochs, at the end of each stage (the next begins from
-        the best checkpoint) and at the run's ``last`` epoch."""
+        """Whether epoch ``epoch`` validates: every `every` epochs, at the end of each stage and at the run's
+        ``last`` epoch."""
         return (epoch + 1) % self.every == 0 or epoch + 1 in stage_starts or epoch == last - 1
 
     # ================================================================== progress

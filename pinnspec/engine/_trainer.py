@@ -220,20 +220,14 @@ class Trainer:
             self.chain_state = fresh._replace(weights=self.chain_state.weights)
 
     def _begin_stage(self, k: int) -> None:
-        """Stage ``k`` begins from the best checkpoint so far (the last state where there is none yet)."""
-        best = self.run_state.best
-        if best.model is not None:
-            self.model.load_state_dict(best.model)
-            with torch.no_grad():
-                for name, value in best.params.items():
-                    self.params[name].copy_(value)
+        """Stage ``k`` begins where stage k - 1 ended, not at the best checkpoint: that one is chosen by the
+        reference where the spec has one, and the training must not depend on what a user would not have."""
         weights = self.chain_state.weights
         self._setup_stage(k)
         self._initial_stage_state(k)
         self.budget.stage_began(k, time.perf_counter() - self._started)
         stage = self.stages[k]
-        start = f"the best checkpoint (epoch {best.epoch})" if best.epoch is not None else "the last state"
-        note = f"stage {k + 1}/{len(self.stages)}: {stage}, from {start}"
+        note = f"stage {k + 1}/{len(self.stages)}: {stage}, from where stage {k} ended (epoch {self.stage_starts[k]})"
         if stage.second_order:
             t = self.spec.ir.training
             points = f"points new every {stage.resample} epochs" if stage.resample else "fixed points"
