@@ -263,9 +263,10 @@ def _finished(task: dict) -> dict | None:
 
 
 def _pool_init(threads: int) -> None:
-    from ..sweep import set_threads
+    from ..sweep._worker import set_threads, watch_parent
 
     set_threads(threads)
+    watch_parent()  # a probe whose driver was killed ends rather than run on unseen
 
 
 def run_tasks(tasks: list[dict], jobs: int, threads: int, log) -> list[dict]:

@@ -56,14 +56,21 @@ def init_pool_worker(threads: int) -> None:
         pass
     signal.signal(signal.SIGINT, _note_stop)
     set_threads(threads)
+    watch_parent()
+
+
+def watch_parent() -> None:
+    """In a pool process: a daemon thread that stops this process when its parent is gone
+    (`_stop_when_orphaned`)."""
     threading.Thread(target=_stop_when_orphaned, args=(os.getppid(),), name="pinnspec-parent-watch",
                      daemon=True).start()
 
 
 def _stop_when_orphaned(driver: int, poll_s: float = PARENT_POLL_S) -> None:
     """Wait until this process's parent is no longer ``driver`` (it ended and the process was re-parented),
-    then stop as on Ctrl-C: the run in progress finishes its epoch and checkpoints; once no run trains, the
-    process exits (130).  Its answer could reach no one."""
+    then stop as on Ctrl-C: the run in progress finishes its epoch and checkpoints; once no run trains (at
+    once in a process that trains none, such as a `bench q3` probe), the process exits (130).  Its answer
+    could reach no one."""
     while os.getppid() == driver:
         time.sleep(poll_s)
     _note_stop(signal.SIGINT, None)

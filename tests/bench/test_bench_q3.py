@@ -2,6 +2,11 @@
 
 import copy
 import csv
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -187,3 +192,52 @@ def test_paper_q3_table():
         mean = sum(v[k] for v in _paper.Q3_WIN_RATES.values()) / len(_paper.Q3_WIN_RATES)
         assert mean == pytest.approx(_paper.Q3_ALL_SETTINGS[k], abs=0.05)
     # the table itself: tests/bench/test_bench_paper.py::test_q3_and_rho_equal_their_tables (shipped excerpt)
+
+
+_DRIVER = """
+import sys, time
+from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+from pinnspec.bench._q3 import _pool_init
+
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_pool_init,
+                               initargs=(1,))
+    pid = pool.submit(__import__("os").getpid).result()
+    pool.submit(time.sleep, 600)
+    print(pid, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="Linux only: the test reads the worker's state in /proc")
+def test_a_probe_worker_whose_driver_was_killed_exits(tmp_path):
+    """`kill -9` to the driver of a q3 pool: its worker, busy with a task, sees it re-parented and exits
+    rather than run on unseen."""
+    script = tmp_path / "driver.py"
+    script.write_text(_DRIVER)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    worker = None
+    try:
+        worker = int(proc.stdout.readline())
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                state = Path("/proc", str(worker), "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                break
+            if state == "Z":
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the orphaned probe worker still runs")
+    finally:
+        for pid in filter(None, [proc.pid, worker]):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
