@@ -263,7 +263,7 @@ def _finished(task: dict) -> dict | None:
 
 
 def _pool_init(threads: int) -> None:
-    from ..sweep._worker import set_threads, watch_parent
+    from ..sweep import set_threads, watch_parent
 
     set_threads(threads)
     watch_parent()  # a probe whose driver was killed ends rather than run on unseen

@@ -17,9 +17,9 @@ from __future__ import annotations
 from ._cli import main
 from ._grid import Run, Sweep, SweepError, _slug as slug, parse_seeds, plan, run_name, split_values
 from ._sweep import SweepReport, cpu_count, default_jobs, execution_changes, run_action, run_sweep, run_sweeps
-from ._worker import set_threads
+from ._worker import set_threads, watch_parent
 from ._table import markdown, read_run, summarize
 
 __all__ = ["Sweep", "Run", "SweepError", "SweepReport", "plan", "run_name", "slug", "parse_seeds", "split_values",
-           "cpu_count", "default_jobs", "set_threads", "run_action", "execution_changes",
+           "cpu_count", "default_jobs", "set_threads", "watch_parent", "run_action", "execution_changes",
            "run_sweep", "run_sweeps", "summarize", "read_run", "markdown", "main"]
