@@ -545,6 +545,9 @@ def syntax_error(err: UnexpectedInput, text: str, filename: str, postlex: Bracke
                 and (before[-1].isalnum() or before[-1] in "_).")):  # two operands side by side, as in mathematics
             operand = before.split()[-1].split("(")[-1]
             message = f"unexpected {_describe_token(tok)}: a product needs '*' (write {operand}*{tok})"
+            if str(tok).lower() in _TIME_WORDS:  # `time = -5 min`, `time = ten minutes`
+                message = (f"unexpected {_describe_token(tok)}: a wall time is a number above 0 and a unit, "
+                           f"as in 10 min, 90 s or 1.5 h (in an expression, a product needs '*': {operand}*{tok})")
         if tok.type == "_NL" and text[: tok.start_pos].rstrip().endswith((",", "+", "-", "*", "/", "=")):
             message += " (a statement continues onto the next line only inside brackets: ( [ )"
     else:  # UnexpectedEOF and anything else Lark raises
@@ -552,6 +555,11 @@ def syntax_error(err: UnexpectedInput, text: str, filename: str, postlex: Bracke
         line, column = len(lines), len(lines[-1]) + 1
         message = "unexpected end of the file"
     return SpecError([Diagnostic("error", message, A.Span(line, column, line, column + 1), filename)], text)
+
+
+#: words a wall time's unit may be written as (the units themselves: catalog.DURATION_UNITS)
+_TIME_WORDS = {"s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hr", "hrs",
+               "hour", "hours"}
 
 
 def parse(text: str, filename: str = "<string>") -> A.SpecFile:

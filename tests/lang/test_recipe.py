@@ -91,6 +91,8 @@ def test_wall_times(value, seconds):
     ("train epochs = 10 min", "'epochs' is not a wall time"),
     ("model mlp(width = 10 x)", "a wall time (10 x) is a value of 'time' alone"),
     ("recipe strong(time = 3 weeks)", "unknown unit of time 'weeks'"),
+    ("recipe strong(time = -5 min)", "unexpected 'min': a wall time is a number above 0 and a unit, as in 10 min"),
+    ("train time = ten minutes", "unexpected 'minutes': a wall time is a number above 0 and a unit"),
     ("recipe strongest", "unknown recipe 'strongest'; did you mean 'strong'?"),
     ("recipe strong\nrecipe strong", "a second 'recipe' statement"),
 ])
