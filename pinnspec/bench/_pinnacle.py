@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import catalog
 from ._cli import BenchError, Parser, positive, run_main
 from ._paper_runs import names, seeds
 from ._report import markdown_table, panel_figure, sci, write_figure, write_outputs
@@ -185,6 +186,15 @@ def method_settings(method: str) -> dict[str, str]:
         raise BenchError(f"--methods: '{method}': unknown suffix '+{suffix}'"
                          + (f"; did you mean '+{hint}'?" if hint else "")
                          + " (a method is a surgery method, then +gua and/or +enforce)")
+    name = surgery.partition("(")[0].strip()
+    if name != VANILLA and name not in catalog.BUILTINS["surgery"]:
+        from ..registry import did_you_mean
+
+        # a misspelt best, recipe or adam is named here; a surgery method registered at run time, by the sweep
+        hint = did_you_mean(name, (BEST, RECIPE, VANILLA))
+        if hint:
+            raise BenchError(f"--methods: unknown method '{method}'; did you mean '{hint}'? (a method is best, "
+                             f"recipe, {VANILLA} or a surgery method, then +gua and/or +enforce)")
     settings = {"surgery": "none" if surgery == VANILLA else surgery, "align": "gua" if "gua" in suffixes else "none"}
     if "enforce" in suffixes:
         settings["enforce"] = EVERY_ENFORCEABLE

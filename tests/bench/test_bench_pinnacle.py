@@ -82,6 +82,8 @@ def test_method_without_surgery_is_an_error():
     ("adam+guaa", "'adam+guaa': unknown suffix '+guaa'; did you mean '+gua'?"),
     ("config+enforced+gua", "'config+enforced+gua': unknown suffix '+enforced'; did you mean '+enforce'?"),
     ("config+lbfgs", "'config+lbfgs': unknown suffix '+lbfgs' (a method is a surgery method, then +gua"),
+    ("recipee", "unknown method 'recipee'; did you mean 'recipe'? (a method is best, recipe, adam or a surgery"),
+    ("bset+gua", "unknown method 'bset+gua'; did you mean 'best'?"),
 ])
 def test_an_unknown_method_suffix_is_named(method, message):
     with pytest.raises(_pinnacle.BenchError, match=re.escape(message)):
