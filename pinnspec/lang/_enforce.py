@@ -100,7 +100,7 @@ class EnforceLowering:
             if constraint is None:
                 continue
             probes = self._probes(field, constraint)
-            if self._reproduces(constraint, probes, span) and all(
+            if self._reproduces(constraint, probes, span, faces.get(field, {})) and all(
                     self._periodic_transform(constraint, e, span) for e in embeddings.values()):
                 constraints.append(constraint)
         return tuple(constraints), tuple(embeddings.values())
@@ -330,10 +330,11 @@ class EnforceLowering:
                         "a box's sides, a polygon's edges, a half-plane's line); keep the condition as a loss")
         return None
 
-    def _reproduces(self, h: ir.HardConstraint, probes, span) -> bool:
+    def _reproduces(self, h: ir.HardConstraint, probes, span, by_coordinate) -> bool:
         """Whether the extension equals the data and the distance vanishes at the probes of each enforced
         condition (64 points of its region, float64, to 1e-9 relative): faces whose data disagree where they
-        meet, or enforced parts that touch, make it miss."""
+        meet (``by_coordinate``: the field's enforced faces, `_corner_mismatch` names where), or enforced parts
+        that touch, make it miss."""
         ctx = self.ctx
         symbols = [c.symbol for c in ctx.coordinates]
         for name, (data, points) in probes.items():
@@ -345,13 +346,52 @@ class EnforceLowering:
                 worst = int(np.nanargmax(np.where(np.isfinite(gap), gap, np.inf)))
                 where = ", ".join(f"{c.name} = {v:.6g}" for c, v in zip(ctx.coordinates, points[worst]))
                 others = [n for n in h.conditions if n != name]
+                corner = self._corner_mismatch(by_coordinate)
+                why = ("(their data disagree where the faces meet, or the parts touch)" if corner is None else
+                       f"(their data disagree where the faces meet: {corner}; a face of the box is built in along "
+                       "its whole length, so the data of two faces must agree wherever they meet"
+                       f"{', inside the domain or not' if self.domain is not None else ''})")
                 self.diag.error(span, f"enforce: {h.field} cannot satisfy '{name}' and "
                                 f"{', '.join(repr(o) for o in others) or 'itself'} at once: at {where} the "
                                 f"transform gives {extension[worst]:.6g} where '{name}' asks {expected[worst]:.6g} "
-                                "(their data disagree where the faces meet, or the parts touch); keep one of them "
-                                "as a loss")
+                                f"{why}; keep one of them as a loss")
                 return False
         return True
+
+    def _corner_mismatch(self, by_coordinate) -> str | None:
+        """Where two enforced faces of the box (the initial time among them; ``by_coordinate``: coordinate -> side
+        -> (data there, condition)) meet with data that disagree, in words (at the worst of 16 points of their
+        common edge, and whether the domain reaches it), or None where they agree."""
+        ctx = self.ctx
+        symbols = [c.symbol for c in ctx.coordinates]
+        axis = {c.name: i for i, c in enumerate(ctx.coordinates)}
+        space = [i for i, c in enumerate(ctx.coordinates) if not c.is_time]
+        faces = [(axis[coordinate], side, data, condition) for coordinate, sides in by_coordinate.items()
+                 for side, (data, condition) in sides.items()]
+        rng = np.random.default_rng(4)
+        for k, (first, first_side, first_data, first_name) in enumerate(faces):
+            for second, second_side, second_data, second_name in faces[k + 1:]:
+                if second == first:
+                    continue
+                edge = np.column_stack([rng.uniform(c.lo, c.hi, 16) for c in ctx.coordinates])  # [16, d]
+                inward = np.zeros(len(ctx.coordinates))  # [d]: a step into the box from the edge
+                for a, side in ((first, first_side), (second, second_side)):
+                    c = ctx.coordinates[a]
+                    edge[:, a] = c.lo if side == "lo" else c.hi
+                    inward[a] = (1e-6 if side == "lo" else -1e-6) * (c.hi - c.lo)
+                values, others = _values(first_data, symbols, edge), _values(second_data, symbols, edge)  # [16]
+                gap = np.abs(values - others)
+                if gap.max() <= 1e-9 * (1 + max(np.abs(values).max(), np.abs(others).max())):
+                    continue
+                w = int(gap.argmax())
+                where = ", ".join(f"{c.name} = {v:.6g}" for c, v in zip(ctx.coordinates, edge[w]))
+                outside = (self.domain is not None and space
+                           and not self.domain.shape.inside((edge[w:w + 1] + inward)[:, space])[0])
+                names = [ctx.coordinates[first].name, ctx.coordinates[second].name]
+                return (f"{names[0]} = {edge[w, first]:g} ('{first_name}') and {names[1]} = {edge[w, second]:g} "
+                        f"('{second_name}') meet at {where}{', outside the domain,' if outside else ''} where "
+                        f"their data are {values[w]:.6g} and {others[w]:.6g}")
+        return None
 
     @staticmethod
     def _unsupported(condition: ir.Condition) -> str:

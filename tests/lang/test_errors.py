@@ -249,6 +249,8 @@ CASES = [
     ("enforce twice", HEAT_WALLS + "enforce ic, ic\n", 8, 13, "enforced twice"),
     ("enforce incompatible", HEAT_WALLS.replace("u = -sin(pi*x)", "u = 1") + "enforce ic, walls\n", 8, 1,
      "disagree where the faces meet"),
+    ("enforce incompatible names the edge", HEAT_WALLS.replace("u = -sin(pi*x)", "u = 1") + "enforce ic, walls\n",
+     8, 1, "t = 0 ('ic') and x = -1 ('walls') meet at x = -1, t = 0 where their data are 1 and 0"),
     ("enforce nothing left", HEAT_WALLS + "grouping g = [pool(ic, walls)]\nenforce ic, walls\n", 8, 1,
      "nothing is left to train"),
     ("enforce periodic reading x", HEAT_WALLS + "periodic pbc on x: x*u\nenforce pbc\n", 9, 9, "reads x itself"),
