@@ -69,7 +69,7 @@ class Choice:
 def recipe_choices(base, recipe: ir.CallSpec, taken: set[str], trial) -> list[Choice]:
     """The statements recipe ``recipe`` writes for the checked spec ``base`` (no recipe statement in it), leaving
     out the kinds in ``taken`` (statement keywords; ``train:NAME`` for a train setting).  ``trial(extra_lines)``
-    says whether ``base``'s text with ``extra_lines`` appended checks (for `enforce`)."""
+    is None where ``base``'s text with ``extra_lines`` appended checks, else its first error (for `enforce`)."""
     problem: ir.Problem = base.ir
     budget = recipe.options.get("time") or problem.training.setting("time")  # the recipe's, else `train time`
     choices: list[Choice] = []
@@ -78,10 +78,11 @@ def recipe_choices(base, recipe: ir.CallSpec, taken: set[str], trial) -> list[Ch
         if kind not in taken:
             choices.append(Choice(kind, text, reason))
 
-    enforced = _enforceable(problem, trial) if "enforce" not in taken else []
+    enforced, refused = _enforceable(problem, trial) if "enforce" not in taken else ([], {})
     if enforced:
-        others = [c.name for c in problem.conditions if c.kind in ("initial", "boundary", "periodic")
-                  and c.name not in enforced and not _restates_equation(problem, c)]
+        others = [c.name + (f" ({refused[c.name]})" if c.name in refused else "") for c in problem.conditions
+                  if c.kind in ("initial", "boundary", "periodic") and c.name not in enforced
+                  and not _restates_equation(problem, c)]
         left = f"; left as losses: {', '.join(others)}" if others else ""
         add("enforce", f"enforce {', '.join(enforced)}",
             f"built in: the Dirichlet, initial and periodic conditions whose transform checks pass{left}")
@@ -155,18 +156,24 @@ def _duration_text(seconds: float) -> str:
 
 
 # ====================================================================== enforce
-def _enforceable(problem: ir.Problem, trial) -> list[str]:
+def _enforceable(problem: ir.Problem, trial) -> tuple[list[str], dict[str, str]]:
     """The conditions `enforce` takes together, in file order: each Dirichlet-like initial or boundary condition
-    (no derivative in it) and each periodic one, kept where the spec checks with it and those kept before it."""
+    (no derivative in it) and each periodic one, kept where the spec checks with it and those kept before it; and
+    for each one tried and not kept, why (the check's error, without its advice)."""
     kept: list[str] = []
+    refused: dict[str, str] = {}
     for condition in problem.conditions:
         if condition.kind not in ("initial", "boundary", "periodic"):
             continue
         if condition.kind != "periodic" and any(r.atoms(sympy.Derivative) for r in condition.residuals):
             continue
-        if trial([f"enforce {', '.join(kept + [condition.name])}"]):
+        error = trial([f"enforce {', '.join(kept + [condition.name])}"])
+        if error is None:
             kept.append(condition.name)
-    return kept
+        else:
+            refused[condition.name] = error.removesuffix("; keep one of them as a loss").removesuffix(
+                "; keep the condition as a loss")
+    return kept, refused
 
 
 # ====================================================================== grouping
@@ -317,7 +324,8 @@ def expand(spec, *, replace: bool, explicit: frozenset[str] = frozenset(), check
     if replace and written & {"weights"} and "weights" not in explicit:
         taken.add("weights")  # the loss balancing is not the recipe's: it stays as written
 
-    def trial(extra: list[str]) -> bool:
+    def trial(extra: list[str]) -> str | None:
+        """None where the spec checks with ``extra`` appended (its own `enforce` left out), else the error."""
         from ._diagnostics import SpecError
 
         trial_lines = list(lines)
@@ -326,9 +334,9 @@ def expand(spec, *, replace: bool, explicit: frozenset[str] = frozenset(), check
                 _comment_out(trial_lines, st, "# ")
         try:
             check("\n".join(trial_lines + extra) + "\n")
-        except SpecError:
-            return False
-        return True
+        except SpecError as error:
+            return error.errors[0].message
+        return None
 
     choices = recipe_choices(base, spec.ir.training.recipe, taken, trial)
     chosen = {c.kind for c in choices}
