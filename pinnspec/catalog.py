@@ -82,9 +82,10 @@ TRAIN_SETTINGS: dict[str, tuple[str, Any]] = {
     "time": ("duration", None),
     # discrepancy: the run ends at the first epoch of its last stage where every data condition with stated
     # noise fits its observations to their noise (mean square misfit <= K sigma^2, K observed fields; Morozov's
-    # discrepancy principle: fitting further fits the noise; pinnspec.engine._budget.DiscrepancyStop); never: the
-    # epochs and the time budget alone end it
-    "stop": ("choice:never|discrepancy", "never"),
+    # discrepancy principle: fitting further fits the noise; pinnspec.engine._budget.DiscrepancyStop); balance: at
+    # the first epoch of its last stage where the tasks without noisy observations weigh at most a thousandth of
+    # those with them (pinnspec.engine._budget.BalanceStop); never: the epochs and the time budget alone end it
+    "stop": ("choice:never|discrepancy|balance", "never"),
     # checked: a run whose memory estimate passes the machine's available memory is refused before anything is
     # allocated (pinnspec.engine._memory); unchecked: it runs anyway
     "memory": ("choice:checked|unchecked", "checked"),

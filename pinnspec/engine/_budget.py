@@ -1,4 +1,5 @@
-"""``train time = 10 min``: a wall-time budget for a run, which its stages share.
+"""``train time = 10 min``: a wall-time budget for a run, which its stages share; ``train stop = ...``: where a run
+with noisy observations ends before its epochs do.
 
 The clock is the run's training time (`RunState.elapsed`: every session of a resumed run, from the first step's
 setup to its last epoch).  A stage begins with a deadline: each stage but the last at most an equal share of the
@@ -64,3 +65,50 @@ class DiscrepancyStop:
 
     def describe(self) -> str:
         return ", ".join(f"{name} {threshold:.3g}" for name, threshold in self.thresholds)
+
+    def message(self, epoch: int) -> str:
+        return (f"the observations fit their noise after epoch {epoch} (stop = discrepancy: loss at most "
+                f"{self.describe()})")
+
+
+#: `stop = balance` ends a run where the other tasks' loss is at most this share of the noisy observations'
+BALANCE_RATIO = 1e-3
+
+
+@dataclass(frozen=True)
+class BalanceStop:
+    """``train stop = balance``: the run ends after the first epoch of its last stage where the loss of the tasks
+    without noisy observations (the equations', weights included) is at most `BALANCE_RATIO` times the loss of the
+    tasks with them.  From there the loss a quasi-Newton stage minimises is the observations' misfit alone: the
+    equations hold, and further steps fit the observations' noise through the fields no observation sees (an
+    unknown coefficient).  Where the equations still converge (their share above the ratio) the run goes on."""
+
+    observed: tuple[int, ...]  # the tasks with a condition whose observations state their noise
+    others: tuple[int, ...]
+
+    @classmethod
+    def of(cls, problem, grouping) -> "BalanceStop | None":
+        """The stop of an ``ir.Problem`` whose `train stop` is ``balance`` (its tasks: ``grouping``), else None."""
+        if problem.training.setting("stop") != "balance":
+            return None
+        noisy = {c.name for c in problem.conditions if c.noise}
+        observed = tuple(i for i, task in enumerate(grouping.tasks) if noisy & set(task.conditions))
+        others = tuple(i for i in range(len(grouping.tasks)) if i not in observed)
+        if not observed or not others:
+            raise ValueError(f"stop = balance compares the tasks with noisy observations to the others: grouping "
+                             f"'{grouping.name}' has {'no' if not observed else 'only'} tasks with noisy observations")
+        return cls(observed, others)
+
+    def reached(self, row: dict) -> bool:
+        """Whether an epoch's history row (``taskI``) has the other tasks' loss within the ratio."""
+        total = lambda tasks: sum(row.get(f"task{i}", float("inf")) for i in tasks)  # noqa: E731
+        return total(self.others) <= BALANCE_RATIO * total(self.observed)
+
+    def message(self, epoch: int) -> str:
+        return (f"the equations hold to {BALANCE_RATIO:g} of the observations' misfit after epoch {epoch} "
+                f"(stop = balance: further steps would fit the observations' noise)")
+
+
+def stop_rule(problem, grouping) -> "DiscrepancyStop | BalanceStop | None":
+    """The `train stop` of an ``ir.Problem`` trained on ``grouping``: None for ``never``."""
+    return DiscrepancyStop.of(problem) or BalanceStop.of(problem, grouping)

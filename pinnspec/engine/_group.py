@@ -59,8 +59,9 @@ def group_blocker(trainers: list[Trainer]) -> str | None:
             return f"{name} is data-parallel"
         if trainer.budget.seconds is not None:
             return f"{name} has a time budget (each run ends where its own time is spent)"
-        if trainer.discrepancy is not None:
-            return f"{name} stops at its observations' noise (stop = discrepancy: each run ends where its own fit does)"
+        if trainer.stop_rule is not None:
+            stop = trainer.spec.ir.training.setting("stop")
+            return f"{name} stops where its own fit does (stop = {stop})"
         if len(trainer.stages) > 1 or trainer.stages[0].second_order:
             return f"{name} trains in stages or by a quasi-Newton method (its steps are its own)"
         if trainer.chain.uses_hessian:

@@ -37,7 +37,7 @@ from ..compiler import compile_spec
 from ..registry import SCHEDULES
 from ._artifacts import to_device
 from ._autocompile import CompileRecords, compile_key, decide_compile, use_compile_cache
-from ._budget import DiscrepancyStop, TimeBudget
+from ._budget import TimeBudget, stop_rule
 from ._build import DTYPES, build_model, check_dense_stages, resolve_device
 from ._chain import ChainState, UpdateChain
 from ._execute import Execution, plan_execution
@@ -98,13 +98,13 @@ class Trainer:
         self.stages = t.stage_list()
         self.stage_starts = [sum(s.epochs for s in self.stages[:k]) for k in range(len(self.stages))]
         self.budget = TimeBudget(t.setting("time"), len(self.stages))
-        self.discrepancy = DiscrepancyStop.of(p)
         if distributed and any(s.second_order for s in self.stages):
             raise ValueError(f"a quasi-Newton stage ({', '.join(QUASI_NEWTON_STAGES)}) does not run "
                              "data-parallel (its line search is one process's): train the spec without --distributed")
         self.stage_index = 0
         self.dtype = DTYPES[self.stages[0].dtype]
         self.grouping = p.grouping()
+        self.stop_rule = stop_rule(p, self.grouping)  # `train stop`: None, or where the last stage ends the run
         self.problem = compile_spec(p, self.grouping.name)
         check_memory(spec, self.problem, device=self.device, dtype=self.dtype)  # before anything is allocated
         if distributed and self.problem.causal:
@@ -408,8 +408,8 @@ class Trainer:
             return False
         if self.budget.spent(time.perf_counter() - self._started):
             self._end_stage_after(epoch)
-        if (self.discrepancy is not None and epoch + 1 < self.epochs and self.stage_index == len(self.stages) - 1
-                and self.discrepancy.reached(row)):  # in the last stage: the earlier ones only start the fit
+        if (self.stop_rule is not None and epoch + 1 < self.epochs and self.stage_index == len(self.stages) - 1
+                and self.stop_rule.reached(row)):  # in the last stage: the earlier ones only start the fit
             self._end_run_after(epoch)
         validated = self.monitor.validated(epoch, last=self.epochs, stage_starts=self.stage_starts)
         if validated:
@@ -448,13 +448,12 @@ class Trainer:
             self.run_state.message = f"the time budget ({budget}) was spent after epoch {epoch + 1}"
 
     def _end_run_after(self, epoch: int) -> None:
-        """`train stop = discrepancy`: the observations are fitted to their noise after ``epoch``; the run ends
-        there, completed (the stages not begun are left out)."""
+        """`train stop`: its rule holds after ``epoch``; the run ends there, completed (the stages not begun are
+        left out)."""
         self.stage_starts = [min(start, epoch + 1) for start in self.stage_starts]
         self.epochs = epoch + 1
         self.monitor.retotal(self.epochs)
-        self.run_state.message = (f"the observations fit their noise after epoch {epoch + 1} (stop = discrepancy: "
-                                  f"loss at most {self.discrepancy.describe()})")
+        self.run_state.message = self.stop_rule.message(epoch + 1)
 
     def request_stop(self) -> None:
         """Stop after the epoch in progress, checkpointed (what Ctrl-C does)."""
@@ -500,7 +499,7 @@ class Trainer:
             "source_dir": self.spec.ir.source_dir,  # relative data/reference paths of config.pinn resolve here
             "stage": self.stage_index,
             **({"stage_starts": list(self.stage_starts), "planned_epochs": self.epochs, **self.budget.state_dict()}
-               if self.budget.seconds is not None or self.discrepancy is not None else {}),
+               if self.budget.seconds is not None or self.stop_rule is not None else {}),
             **({"attention": dict(self.attention)} if self.attention is not None else {}),
             **(self.quasi_newton.state_dict() if self.quasi_newton is not None else {}),
             "model": self.model.state_dict(),
@@ -513,7 +512,7 @@ class Trainer:
 
     def load_state_dict(self, state: dict) -> None:
         stage = state.get("stage", 0)  # absent in checkpoints written before stages
-        if "stage_starts" in state:  # a time budget or a discrepancy stop: where its stages end, as far as decided
+        if "stage_starts" in state:  # a time budget or a `train stop`: where its stages end, as far as decided
             self.stage_starts, self.epochs = list(state["stage_starts"]), int(state["planned_epochs"])
             self.budget.load_state_dict(state)
         if stage != self.stage_index:  # its dtype before the weights load (a float64 stage keeps every bit); a

@@ -6,10 +6,11 @@ What `strong` writes (each only where the spec does not say; see `recipe_choices
 * ``enforce``: every Dirichlet, initial and periodic condition whose transform checks pass (tried one at a time
   in file order, each kept while the spec still checks with those kept before it);
 * ``model``: a tanh network of 3 hidden layers (width 32, 8 more per further field of one network, at most 48; 20
-  under a budget of less than 3 minutes; `field a(x, y)` gives a network of its own); a Fourier-feature network
-  with a scale per coordinate where the problem's own data oscillate (a sin or cos of a coordinate with at least
-  `OSCILLATING_PERIODS` periods across its interval, found symbolically in the conditions and the `let`
-  definitions; never in a reference or an exact solution);
+  under a budget of less than 3 minutes; where observations state their noise, no wider than round(n^(1/d)) for
+  their n rows in d coordinates, at least `MIN_NOISY_WIDTH`; `field a(x, y)` gives a network of its own); a
+  Fourier-feature network with a scale per coordinate where the problem's own data oscillate (a sin or cos of a
+  coordinate with at least `OSCILLATING_PERIODS` periods across its interval, found symbolically in the conditions
+  and the `let` definitions; never in a reference or an exact solution);
 * ``sampler rad(k = 1, c = 1)`` and ``resample every 500``, at most 8,192 points at a time for an equation and 2,048
   for another condition; ``schedule cosine(lr_min = 1e-4)``;
 * ``surgery config`` where the spec has observations with noise (`data ...: u, noise = 0.1`);
@@ -18,6 +19,8 @@ What `strong` writes (each only where the spec does not say; see `recipe_choices
   4,000 epochs without a budget; with one, until the budget is spent (the stages share it: `train time`);
 * a grouping without the conditions that restate an equation on a boundary or at the initial time (the PDE's
   loss on the interior), the equations weighed 10 times where the observations carry noise (``noise = ...``).
+  With noisy observations, ``train stop = balance`` too: the run ends where the equations' loss falls to a
+  thousandth of the observations' (a quasi-Newton stage fits their noise from there).
 
 The expansion is a spec's text: the `recipe` statement commented out, the chosen statements appended below a
 header, one comment line of reasons above each.  It is what ``pinnspec show --stage recipe`` prints and what a
@@ -30,11 +33,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 
 import sympy
 
 from .. import ir
+from ..sampling import load_data
 from . import _ast as A
 
 #: the dense quasi-Newton finisher keeps a [p, p] matrix: self-scaled Broyden up to this many parameters, L-BFGS beyond
@@ -51,6 +56,8 @@ RESAMPLE_EVERY = 500
 EQUATION_POINTS, CONDITION_POINTS = 8192, 2048
 #: the weight of the equations' tasks where the observations carry noise
 NOISY_DATA_PDE_WEIGHT = 10
+#: the narrowest network the noisy observations' width rule gives
+MIN_NOISY_WIDTH = 8
 #: a budget below this many seconds gets the smaller network
 SHORT_BUDGET_S = 180.0
 GROUPING_NAME = "strongtasks"
@@ -113,6 +120,10 @@ def recipe_choices(base, recipe: ir.CallSpec, taken: set[str], trial) -> list[Ch
     if grouping is not None:
         text, reason = grouping
         add("train:grouping", f"grouping {GROUPING_NAME} = [{text}]\ntrain grouping = {GROUPING_NAME}", reason)
+        if noisy:
+            add("train:stop", "train stop = balance",
+                f"the run ends where the equations' loss falls to a thousandth of the noisy observations' "
+                f"({', '.join(noisy)}): from there a quasi-Newton step only fits their noise")
 
     resampled = adaptive and "resample" not in taken
     if not taken & {"stage", "optimizer", "train:epochs"}:
@@ -235,6 +246,13 @@ def _model(problem: ir.Problem, budget: float | None, periodic: bool) -> tuple[s
     if budget is not None and budget < SHORT_BUDGET_S:
         width = 20
         size_reason += f", a budget under {SHORT_BUDGET_S / 60:g} minutes (a small network takes more steps)"
+    observations = _noisy_observations(problem)
+    resolved = max(round(observations ** (1 / inputs)), MIN_NOISY_WIDTH) if observations else width
+    if resolved < width:
+        width = resolved
+        size_reason += (f", {observations:,} noisy observations in {_count(inputs, 'coordinate')}: {width} wide, the "
+                        f"features they resolve along each (n^(1/d)), so that the network has less room to follow "
+                        f"their noise")
     depth = 3
     frequencies = _frequencies(problem)
     oscillating = {c.name: k for c in problem.coordinates if (k := frequencies.get(c.name, 0.0))
@@ -257,6 +275,17 @@ def _model(problem: ir.Problem, budget: float | None, periodic: bool) -> tuple[s
     what = (f"a small tanh network ({parameters:,} parameters)" if len(networks) == 1 else
             f"{len(networks)} small tanh networks, one per set of coordinates ({parameters:,} parameters in all)")
     return call, parameters, f"{size_reason}: {what}"
+
+
+def _noisy_observations(problem: ir.Problem) -> int:
+    """The rows of the data conditions that state their noise (0 where none does)."""
+    rows = 0
+    for condition in problem.conditions:
+        if condition.noise:
+            path = condition.region.path
+            path = path if os.path.isabs(path) else os.path.join(problem.source_dir or ".", path)
+            rows += len(load_data(path, problem.coordinates, condition.region.fields)[0])
+    return rows
 
 
 def _networks(problem: ir.Problem) -> dict[tuple[str, ...], list[str]]:

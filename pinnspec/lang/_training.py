@@ -148,6 +148,13 @@ def _setting_value(ctx: Context, node: A.Expr, where: str, default: Any, tuples:
     return value
 
 
+#: the `train stop` rules that read the observations' stated noise, and what each does
+STOPS_ON_NOISE = {
+    "discrepancy": "ends the run when the observations are fitted to their noise",
+    "balance": "ends the run when the equations' loss falls to a thousandth of the noisy observations'",
+}
+
+
 def training(ctx: Context, by_kind) -> ir.Training:
     """The training statements: the calls of each kind, the `train` settings and the stages."""
     calls = {kind: call_setting(ctx, kind, [s for s in by_kind.get(kind, [])])
@@ -156,11 +163,11 @@ def training(ctx: Context, by_kind) -> ir.Training:
     for st in by_kind.get("train", []):  # `train` statements add up
         _keyword_settings(ctx, st.settings, catalog.TRAIN_SETTINGS, "train", "settings are", settings)
     settings = {key: value for key, value in settings.items() if value is not _BAD}
-    if settings.get("stop") == "discrepancy" and not any(c.noise for c in ctx.conditions.values()):
+    if settings.get("stop") in STOPS_ON_NOISE and not any(c.noise for c in ctx.conditions.values()):
         where = next(kw for st in by_kind["train"] for kw in st.settings if kw.name.name == "stop")
-        ctx.diag.error(where.span, "stop = discrepancy ends the run when the observations are fitted to their "
-                       "noise: it needs a data condition that states its noise ('data NAME from \"FILE\": u, "
-                       "noise = 0.1'); leave 'stop' out otherwise")
+        ctx.diag.error(where.span, f"stop = {settings['stop']} {STOPS_ON_NOISE[settings['stop']]}: it needs a data "
+                       "condition that states its noise ('data NAME from \"FILE\": u, noise = 0.1'); leave 'stop' "
+                       "out otherwise")
     stages = _stages(ctx, by_kind, settings)
     if stages:
         first_order = [stage for stage in stages if not stage.second_order]

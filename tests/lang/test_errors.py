@@ -191,6 +191,8 @@ CASES = [
     ("data noise twice", HEAD + PDE + 'data obs from "obs.csv": u, noise = 0.1, noise = 0.2\n', 6, 42, "given twice"),
     ("stop = discrepancy without noisy data", HEAD + PDE + 'data obs from "obs.csv": u\ntrain stop = discrepancy\n', 7,
      7, "needs a data condition that states its noise"),
+    ("stop = balance without noisy data", HEAD + PDE + 'data obs from "obs.csv": u\ntrain stop = balance\n', 7, 7,
+     "stop = balance ends the run when the equations' loss falls"),
     ("unknown reference", HEAD + PDE + "reference colehopf()\n", 6, 11, "unknown reference"),
     # --- coefficient tables
     ("table file missing", HEAD + 'let a = table("no.csv")\n' + PDE, 5, 15, "does not exist"),

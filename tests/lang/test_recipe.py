@@ -145,6 +145,25 @@ equation heat: u_t = a*u_xx + u_yy
     assert f"model mlp(width = {width}, depth = 3, activation = tanh, init = xavier)" in _statements(spec)
 
 
+@pytest.mark.parametrize("rows, noise, width", [(2500, ", noise = 0.1", 14), (400, ", noise = 0.1", 8),
+                                                (100, ", noise = 0.1", 8), (100000, ", noise = 0.1", 40),
+                                                (2500, "", 40)])
+def test_noisy_observations_narrow_the_network_and_stop_the_run(tmp_path, rows, noise, width):
+    """n noisy rows in d = 3 coordinates: round(n^(1/3)) units (at least 8, at most the recipe's 40), and `train
+    stop = balance`; observations without stated noise change neither."""
+    lines = ["x,y,t,u"] + [f"{k / rows},{(k * 7 % rows) / rows},{(k * 13 % rows) / rows},0" for k in range(rows)]
+    (tmp_path / "obs.csv").write_text("\n".join(lines) + "\n")
+    spec = apply_overrides(loads(f"""problem inv
+space x in [0, 1], y in [0, 1]
+time t in [0, 1]
+field u, a
+equation heat: u_t = a*u_xx + u_yy
+data obs from "{(tmp_path / 'obs.csv').as_posix()}": u{noise}
+"""), {"recipe": "strong"})
+    assert f"model mlp(width = {width}, depth = 3, activation = tanh, init = xavier)" in _statements(spec)
+    assert ("train stop = balance" in _statements(spec)) == bool(noise)
+
+
 def test_frequencies_are_found_in_the_data():
     spec = load(ROOT / "benchmarks" / "pinnacle" / "cases" / "heat2dms.pinn")
     found = _recipe._frequencies(spec.ir)
