@@ -136,6 +136,22 @@ def drop_enforced(ctx: Context, by_kind) -> None:
         ctx.groupings[name] = ir.Grouping(name, tuple(tasks), tuple(labels))
 
 
+def check_balance_stop(ctx: Context, by_kind, training: ir.Training, chosen: str) -> None:
+    """`train stop = balance` compares the tasks with noisy observations to the others: the grouping the run
+    trains must have both."""
+    grouping = ctx.groupings.get(chosen)
+    if training.setting("stop") != "balance" or grouping is None:
+        return
+    noisy = {name for name, c in ctx.conditions.items() if c.noise}
+    observed = [bool(noisy & set(task.conditions)) for task in grouping.tasks]
+    if all(observed) or not any(observed):
+        where = next(kw for st in by_kind["train"] for kw in st.settings if kw.name.name == "stop")
+        has = "only" if all(observed) else "no"
+        ctx.diag.error(where.span, f"stop = balance compares the tasks with noisy observations to the others: the "
+                       f"grouping '{chosen}' has {has} tasks with noisy observations; give the observations a task "
+                       "of their own (e.g. 'grouping g = [heat, obs]' and 'train grouping = g')")
+
+
 def usage_warnings(ctx: Context, by_kind) -> None:
     """A condition no loss or grouping trains, a loss no grouping uses: a warning."""
     used: set[str] = set()

@@ -90,6 +90,7 @@ def _lowered(ctx: Context, geometry: GeometryLowering) -> ir.Problem | None:
     default_grouping = _groupings.default_grouping(ctx, training)
     _groupings.usage_warnings(ctx, by_kind)
     _groupings.drop_enforced(ctx, by_kind)
+    _groupings.check_balance_stop(ctx, by_kind, training, default_grouping)
     if ctx.diag.has_errors:
         return None
     return ir.Problem(

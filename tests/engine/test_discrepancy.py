@@ -144,10 +144,11 @@ def test_balance_compares_the_tasks_with_noisy_observations_to_the_others(tmp_pa
     stop = BalanceStop.of(_spec(observations, extra=", stop = balance").ir, _spec(observations).ir.grouping())
     assert (stop.observed, stop.others) == ((1,), (0,))
     assert stop.reached({"task0": 1e-5, "task1": 1e-2}) and not stop.reached({"task0": 1.1e-5, "task1": 1e-2})
-    pooled = loads(SPEC.format(path=observations.as_posix(), extra=", stop = balance, grouping = one")
-                   + "grouping one = [pool(heat, obs)]\n")
+    # a grouping without a task of each kind: refused at check time (tests/lang/test_errors.py), and by the rule
+    pooled = loads(SPEC.format(path=observations.as_posix(), extra=", stop = balance")
+                   + "grouping one = [pool(heat, obs)]\n").ir
     with pytest.raises(ValueError, match="grouping 'one' has only tasks with noisy observations"):
-        Trainer(pooled)
+        BalanceStop.of(pooled, pooled.grouping("one"))
     trainers = [Trainer(apply_overrides(_spec(observations, extra=", stop = balance"), {"surgery": s}))
                 for s in ("none", "pcgrad")]
     from pinnspec.engine._group import group_blocker

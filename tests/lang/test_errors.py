@@ -193,6 +193,10 @@ CASES = [
      7, "needs a data condition that states its noise"),
     ("stop = balance without noisy data", HEAD + PDE + 'data obs from "obs.csv": u\ntrain stop = balance\n', 7, 7,
      "stop = balance ends the run when the equations' loss falls"),
+    ("stop = balance, one task", HEAD + PDE + 'data obs from "obs.csv": u, noise = 0.1\ngrouping one = [pool(pde, obs)]\n'
+     "train stop = balance, grouping = one\n", 8, 7, "the grouping 'one' has only tasks with noisy observations"),
+    ("stop = balance, no observed task", HEAD + PDE + 'data obs from "obs.csv": u, noise = 0.1\ngrouping one = [pde]\n'
+     "train grouping = one\ntrain stop = balance\n", 9, 7, "the grouping 'one' has no tasks with noisy observations"),
     ("unknown reference", HEAD + PDE + "reference colehopf()\n", 6, 11, "unknown reference"),
     # --- coefficient tables
     ("table file missing", HEAD + 'let a = table("no.csv")\n' + PDE, 5, 15, "does not exist"),
