@@ -345,6 +345,11 @@ class Grouping:
     def m(self) -> int:
         return len(self.tasks)
 
+    def tasks_holding(self, conditions) -> tuple[int, ...]:
+        """The indices of the tasks that hold any of ``conditions`` (names)."""
+        wanted = set(conditions)
+        return tuple(i for i, task in enumerate(self.tasks) if wanted & set(task.conditions))
+
 
 # ------------------------------------------------------------------ everything else
 

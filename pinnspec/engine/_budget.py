@@ -91,8 +91,7 @@ class BalanceStop:
         """The stop of an ``ir.Problem`` whose `train stop` is ``balance`` (its tasks: ``grouping``), else None."""
         if problem.training.setting("stop") != "balance":
             return None
-        noisy = {c.name for c in problem.conditions if c.noise}
-        observed = tuple(i for i, task in enumerate(grouping.tasks) if noisy & set(task.conditions))
+        observed = grouping.tasks_holding(c.name for c in problem.conditions if c.noise)
         others = tuple(i for i in range(len(grouping.tasks)) if i not in observed)
         if not observed or not others:
             raise ValueError(f"stop = balance compares the tasks with noisy observations to the others: grouping "

@@ -142,11 +142,10 @@ def check_balance_stop(ctx: Context, by_kind, training: ir.Training, chosen: str
     grouping = ctx.groupings.get(chosen)
     if training.setting("stop") != "balance" or grouping is None:
         return
-    noisy = {name for name, c in ctx.conditions.items() if c.noise}
-    observed = [bool(noisy & set(task.conditions)) for task in grouping.tasks]
-    if all(observed) or not any(observed):
+    observed = grouping.tasks_holding(name for name, c in ctx.conditions.items() if c.noise)
+    if len(observed) in (0, grouping.m):
         where = next(kw for st in by_kind["train"] for kw in st.settings if kw.name.name == "stop")
-        has = "only" if all(observed) else "no"
+        has = "no" if not observed else "only"
         ctx.diag.error(where.span, f"stop = balance compares the tasks with noisy observations to the others: the "
                        f"grouping '{chosen}' has {has} tasks with noisy observations; give the observations a task "
                        "of their own (e.g. 'grouping g = [heat, obs]' and 'train grouping = g')")
