@@ -15,14 +15,16 @@
 
   (L the linear blend between two faces, 1 for a single face).  A_K equals the data on every enforced face
   where the data of faces that meet agree at their common edge (corner compatibility).  On a domain, each
-  enforced part other than a face of the space box has a smooth function d_p that vanishes on its face and is
-  positive inside the domain (a plane's normalised distance; (r^2 - |x - c|^2) / (2 r) for a ball, sign by
-  side; where the plane crosses the domain, at a re-entrant corner, the product of the trimmed distances
-  `segment_distance` to the pieces of the face on the boundary, flat faces in 2-D only), and the groups (the
-  box's faces, each part; with a trimmed part, each condition's parts) blend by transfinite interpolation
-  (Sukumar & Srivastava 2022, eq. 38 with unit exponents): A = sum_k A_k W_k / sum_k W_k, W_k the product of
-  the other groups' distances, D the product of all (with a trimmed part and one condition in space: A its
-  data, D the product of all its distances).  `check` verifies at 64 points of each enforced region that A
+  enforced part other than a face of the space box that the domain leaves whole (a face it cuts short is a part
+  like any other, so that its data need not agree with another face's where they meet outside the domain) has
+  a smooth function d_p that vanishes on its face and is positive inside the domain (a plane's normalised
+  distance; (r^2 - |x - c|^2) / (2 r) for a ball, sign by side; where the plane crosses the domain, at a
+  re-entrant corner, the product of the trimmed distances `segment_distance` to the pieces of the face on the
+  boundary, flat faces in 2-D only), and the groups (the box's whole faces, each part; with a trimmed part,
+  each condition's parts) blend by transfinite interpolation (Sukumar & Srivastava 2022, eq. 38 with unit
+  exponents): A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups' distances (each lifted by
+  `CORNER_LIFT` where a part is trimmed or a cut face of the box), D the product of all (with a trimmed part and
+  one condition in space: A its data, D the product of all its distances).  `check` verifies at 64 points of each enforced region that A
   equals the data and D vanishes (1e-9 relative; parts that touch fail it), and that each d_p is positive at
   256 points inside the domain; `pinnspec verify` runs the enforced conditions through the constrained output.
 * A periodic condition (``periodic pbc on x: u, u_x``) becomes an embedding: the network sees x only
@@ -182,11 +184,11 @@ class EnforceLowering:
             places = [(f.coordinate, f.side, f.value) for f in region.faces]
         else:  # ir.DomainBoundary
             space = [c for c in ctx.coordinates if not c.is_time]
-            box = geometry.Box(tuple(c.lo for c in space), tuple(c.hi for c in space))
+            box = self._space_box()
             for index in region.parts:
                 part = geometry.boundary_parts(region.domain.shape)[index]
-                if isinstance(part.primitive, geometry.Box) and part.primitive == box and not part.flipped:
-                    axis, side = divmod(part.face, 2)  # a face of the space box: exact, with its corners
+                if _is_box_face(part, box) and _whole_face(region.domain.shape, part):
+                    axis, side = divmod(part.face, 2)  # a face of the space box, uncut: exact, with its corners
                     coordinate = space[axis]
                     places.append((coordinate.name, ("lo", "hi")[side], (coordinate.lo, coordinate.hi)[side]))
                 else:
@@ -268,10 +270,12 @@ class EnforceLowering:
         if len(groups) == 1:
             extension, distance = groups[0]
         elif groups:  # A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups' distances
-            # where trimmed parts meet another group at a corner every W_k vanishes there: each distance in W_k
-            # is lifted by `CORNER_LIFT`, so that A is finite (the data's mean) at the corner and moves by
-            # about CORNER_LIFT / d elsewhere
-            lift = CORNER_LIFT if any(trimmed for _, trimmed in distances.values()) else 0
+            # where a trimmed part or a cut face of the box meets another group at a corner of the domain every
+            # W_k vanishes there: each distance in W_k is lifted by `CORNER_LIFT`, so that A is finite (the data's
+            # mean) at the corner and moves by about CORNER_LIFT / d elsewhere
+            every_part = geometry.boundary_parts(self.domain.shape) if by_part else []
+            cut_face = any(_is_box_face(every_part[index], self._space_box()) for index in by_part)
+            lift = CORNER_LIFT if cut_face or any(trimmed for _, trimmed in distances.values()) else 0
             others = [sympy.Mul(*(d + lift for j, (_, d) in enumerate(groups) if j != k)) for k in range(len(groups))]
             extension = sum((a * w for (a, _), w in zip(groups, others)), sympy.Integer(0)) / sum(others)
             distance = sympy.Mul(*(d for _, d in groups))
@@ -283,6 +287,10 @@ class EnforceLowering:
         names |= {name for _, name in by_part.values()}
         order = [c.name for c in ctx.conditions.values()]
         return ir.HardConstraint(field, extension, distance, tuple(sorted(names, key=order.index)))
+
+    def _space_box(self) -> geometry.Box:
+        space = [c for c in self.ctx.coordinates if not c.is_time]
+        return geometry.Box(tuple(c.lo for c in space), tuple(c.hi for c in space))
 
     def _part_distance(self, index: int, condition: str, span) -> tuple[sympy.Expr, bool] | None:
         """(d, trimmed): a smooth function d that vanishes on the part's face and is positive inside the
@@ -348,9 +356,7 @@ class EnforceLowering:
                 others = [n for n in h.conditions if n != name]
                 corner = self._corner_mismatch(by_coordinate)
                 why = ("(their data disagree where the faces meet, or the parts touch)" if corner is None else
-                       f"(their data disagree where the faces meet: {corner}; a face of the box is built in along "
-                       "its whole length, so the data of two faces must agree wherever they meet"
-                       f"{', inside the domain or not' if self.domain is not None else ''})")
+                       f"(their data disagree where the faces meet: {corner})")
                 self.diag.error(span, f"enforce: {h.field} cannot satisfy '{name}' and "
                                 f"{', '.join(repr(o) for o in others) or 'itself'} at once: at {where} the "
                                 f"transform gives {extension[worst]:.6g} where '{name}' asks {expected[worst]:.6g} "
@@ -361,11 +367,11 @@ class EnforceLowering:
     def _corner_mismatch(self, by_coordinate) -> str | None:
         """Where two enforced faces of the box (the initial time among them; ``by_coordinate``: coordinate -> side
         -> (data there, condition)) meet with data that disagree, in words (at the worst of 16 points of their
-        common edge, and whether the domain reaches it), or None where they agree."""
+        common edge), or None where they agree.  Those are faces the domain does not cut short (`_whole_face`), so
+        their common edge lies on the domain's boundary."""
         ctx = self.ctx
         symbols = [c.symbol for c in ctx.coordinates]
         axis = {c.name: i for i, c in enumerate(ctx.coordinates)}
-        space = [i for i, c in enumerate(ctx.coordinates) if not c.is_time]
         faces = [(axis[coordinate], side, data, condition) for coordinate, sides in by_coordinate.items()
                  for side, (data, condition) in sides.items()]
         rng = np.random.default_rng(4)
@@ -374,23 +380,18 @@ class EnforceLowering:
                 if second == first:
                     continue
                 edge = np.column_stack([rng.uniform(c.lo, c.hi, 16) for c in ctx.coordinates])  # [16, d]
-                inward = np.zeros(len(ctx.coordinates))  # [d]: a step into the box from the edge
                 for a, side in ((first, first_side), (second, second_side)):
                     c = ctx.coordinates[a]
                     edge[:, a] = c.lo if side == "lo" else c.hi
-                    inward[a] = (1e-6 if side == "lo" else -1e-6) * (c.hi - c.lo)
                 values, others = _values(first_data, symbols, edge), _values(second_data, symbols, edge)  # [16]
                 gap = np.abs(values - others)
                 if gap.max() <= 1e-9 * (1 + max(np.abs(values).max(), np.abs(others).max())):
                     continue
                 w = int(gap.argmax())
                 where = ", ".join(f"{c.name} = {v:.6g}" for c, v in zip(ctx.coordinates, edge[w]))
-                outside = (self.domain is not None and space
-                           and not self.domain.shape.inside((edge[w:w + 1] + inward)[:, space])[0])
                 names = [ctx.coordinates[first].name, ctx.coordinates[second].name]
                 return (f"{names[0]} = {edge[w, first]:g} ('{first_name}') and {names[1]} = {edge[w, second]:g} "
-                        f"('{second_name}') meet at {where}{', outside the domain,' if outside else ''} where "
-                        f"their data are {values[w]:.6g} and {others[w]:.6g}")
+                        f"('{second_name}') meet at {where} where their data are {values[w]:.6g} and {others[w]:.6g}")
         return None
 
     @staticmethod
@@ -420,6 +421,18 @@ def segment_distance(x, start, end) -> sympy.Expr:
     f = (sympy.Float(bx - ax) * (x[1] - ay) - sympy.Float(by - ay) * (x[0] - ax)) / length
     t = (sympy.Float(length ** 2 / 4) - (x[0] - (ax + bx) / 2) ** 2 - (x[1] - (ay + by) / 2) ** 2) / length
     return sympy.sqrt(f ** 2 + ((sympy.sqrt(t ** 2 + f ** 4) - t) / 2) ** 2)
+
+
+def _is_box_face(part: geometry.BoundaryPart, box: geometry.Box) -> bool:
+    """Whether ``part`` is a face of the space ``box`` (not of a shape subtracted from it)."""
+    return isinstance(part.primitive, geometry.Box) and part.primitive == box and not part.flipped
+
+
+def _whole_face(shape: geometry.Shape, part: geometry.BoundaryPart) -> bool:
+    """Whether the part's whole face lies on the shape's boundary (`geometry.part_measures`: the face's measure,
+    not a fraction of it): a face of the box that no other operand cuts short."""
+    whole = part.face_object().measure(shape.bounds())
+    return bool(np.isclose(geometry.part_measures(shape)[part.index], whole, rtol=1e-12, atol=0))
 
 
 def _values(expr: sympy.Expr, symbols, points: np.ndarray) -> np.ndarray:

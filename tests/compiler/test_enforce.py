@@ -189,19 +189,6 @@ enforce left, bottom
 """, "cannot satisfy 'left' and 'bottom' at once: at x = 0, y = 0.269787 the transform gives 0 where 'left' asks 1 "
         "(their data disagree where the faces meet: x = 0 ('left') and y = 0 ('bottom') meet at x = 0, y = 0 where "
         "their data are 1 and 0"),
-    # a channel past a step: the inlet's profile and the top wall agree on the domain's boundary but not at the
-    # box's corner (0, 2), which the step removes; the Boolean sum extends each face along the whole box
-    ("""problem channel
-space x in [0, 4], y in [0, 2]
-shape step = box(lo = (0, 1), hi = (2, 2))
-domain channel = box - step
-field u
-equation pde: lap(u) = 0
-boundary inlet on x = 0: u = 4*y*(1 - y)
-boundary walls on y = 0, y = 2: u = 0
-boundary block on step: u = 0
-enforce inlet, walls, block
-""", "x = 0 ('inlet') and y = 2 ('walls') meet at x = 0, y = 2, outside the domain, where their data are -8 and 0"),
 ])
 def test_enforce_on_a_domain_refuses_what_it_cannot_build(text, phrase):
     from pinnspec.lang import SpecError

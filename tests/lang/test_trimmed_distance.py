@@ -123,6 +123,12 @@ def _has_sqrt(expr):
 NOTCH = "shape notch = box(lo = (0, -1), hi = (1, 0))\ndomain L = box - notch"
 STEP = "shape step = box(lo = (0.5, -1), hi = (1, -0.2))\ndomain S = box - step"
 POLYGON = "shape ell = polygon(vertices = ((-1, -1), (0, -1), (0, 0), (1, 0), (1, 1), (-1, 1)))\ndomain L = ell"
+# a channel past a step, as PINNacle's NS2d-CG: the inlet's profile is 0 where it meets the wall y = -1 and
+# the step, and -8 where the lines x = -1 and y = 1 cross, inside the step; the box's faces x = -1 and y = 1,
+# cut short by the step, are blended as parts, so their data need not agree there
+CHANNEL = "shape step = box(lo = (-1, 0), hi = (0, 1))\ndomain C = box - step"
+CHANNEL_WALLS = ("boundary inlet on x = -1: u = -4*(y + 1)*y\nboundary walls on y = -1, y = 1: u = 0\n"
+                 "boundary block on step: u = 0")
 UNION = ("shape a = box(lo = (-1, -1), hi = (0.5, 0.2))\nshape b = box(lo = (-0.2, -0.5), hi = (1, 1))\n"
          "domain U = a + b")
 WALLS = "boundary walls on boundary: u = x^2 + y^2 + x*y"
@@ -136,7 +142,8 @@ WALLS = "boundary walls on boundary: u = x^2 + y^2 + x*y"
     # three conditions: the box's faces by the Boolean sum, the notch's parts as one group, blended
     (NOTCH, "boundary sides on x = -1, x = 1: u = 1 + y^2 + x*y\nboundary ends on y = -1, y = 1: u = x^2 + 1 + x*y\n"
             "boundary cut on notch: u = x^2 + y^2 + x*y", "sides, ends, cut"),
-], ids=["L-shape", "step", "polygon", "union", "L-shape, three conditions"])
+    (CHANNEL, CHANNEL_WALLS, "inlet, walls, block"),
+], ids=["L-shape", "step", "polygon", "union", "L-shape, three conditions", "channel past a step"])
 def test_re_entrant_corners_build_their_dirichlet_conditions_in(shapes, conditions, enforced):
     spec = _spec(shapes, conditions, enforced)
     p = spec.ir
@@ -151,7 +158,8 @@ def test_re_entrant_corners_build_their_dirichlet_conditions_in(shapes, conditio
         points = sample_region(condition.region, p.coordinates, 2000, "uniform", rng).x  # [2000, 2]
         data = sympy.lambdify(symbols, p.field_function("u") - condition.residuals[0], modules="numpy")
         assert np.abs(distance(*points.T)).max() < 1e-12, name
-        np.testing.assert_allclose(extension(*points.T), data(*points.T), rtol=1e-9, atol=1e-12, err_msg=name)
+        # the blend of several groups lifts each distance by 1e-12 (CORNER_LIFT): A moves by about 1e-12 / d
+        np.testing.assert_allclose(extension(*points.T), data(*points.T), rtol=1e-9, atol=1e-10, err_msg=name)
     inside = geometry.sample_interior(p.domain.shape, 20_000, rng)  # [20000, 2]
     assert np.all(distance(*inside.T) > 0)
 
