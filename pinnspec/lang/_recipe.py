@@ -10,7 +10,8 @@ What `strong` writes (each only where the spec does not say; see `recipe_choices
   their n rows in d coordinates, at least `MIN_NOISY_WIDTH`; `field a(x, y)` gives a network of its own); a
   Fourier-feature network with a scale per coordinate where the problem's own data oscillate (a sin or cos of a
   coordinate with at least `OSCILLATING_PERIODS` periods across its interval, found symbolically in the conditions
-  and the `let` definitions; never in a reference or an exact solution);
+  and the `let` definitions, or a coefficient table's dominant oscillation, found by a short spectral probe,
+  `sampling.dominant_frequencies`; never in a reference or an exact solution);
 * ``sampler rad(k = 1, c = 1)`` and ``resample every 500``, at most 8,192 points at a time for an equation and 2,048
   for another condition; ``schedule cosine(lr_min = 1e-4)``;
 * ``surgery config`` where the spec has observations with noise (`data ...: u, noise = 0.1`);
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 import sympy
 
 from .. import ir
-from ..sampling import load_data
+from ..sampling import TableColumns, dominant_frequencies, load_data, load_table, table_interpolator
 from . import _ast as A
 
 #: the dense quasi-Newton finisher keeps a [p, p] matrix: self-scaled Broyden up to this many parameters, L-BFGS beyond
@@ -255,6 +256,10 @@ def _model(problem: ir.Problem, budget: float | None, periodic: bool) -> tuple[s
                         f"their noise")
     depth = 3
     frequencies = _frequencies(problem)
+    tabulated = {}  # coordinate -> the table whose spectrum gives its highest frequency
+    for name, (frequency, table) in _table_frequencies(problem).items():
+        if frequency > frequencies.get(name, 0.0):
+            frequencies[name], tabulated[name] = frequency, table
     oscillating = {c.name: k for c in problem.coordinates if (k := frequencies.get(c.name, 0.0))
                    and k * (c.hi - c.lo) / (2 * math.pi) >= OSCILLATING_PERIODS}
     if oscillating and not periodic:
@@ -262,7 +267,8 @@ def _model(problem: ir.Problem, budget: float | None, periodic: bool) -> tuple[s
         features = 32
         scales = tuple(_fourier_scale(c, frequencies.get(c.name, 0.0)) for c in problem.coordinates)
         parameters = sum(_mlp_parameters(2 * features, len(fields), width, depth) for fields in networks.values())
-        found = ", ".join(f"{name}: {k / math.pi:.3g} pi" for name, k in oscillating.items())
+        found = ", ".join(f"{name}: {k / math.pi:.3g} pi" + (f" in the table '{tabulated[name]}'" if name in tabulated
+                                                            else "") for name, k in oscillating.items())
         call = (f"fourier_mlp(width = {width}, depth = {depth}, fourier = ({', '.join(f'{s:.3g}' for s in scales)}),"
                 f" features = {features})")
         return call, parameters, (f"{size_reason}; the data oscillate (angular frequency {found}): Fourier "
@@ -331,6 +337,27 @@ def _frequencies(problem: ir.Problem) -> dict[str, float]:
                     value = abs(float(slope))
                     if math.isfinite(value):
                         found[name] = max(found.get(name, 0.0), value)
+    return found
+
+
+def _table_frequencies(problem: ir.Problem) -> dict[str, tuple[float, str]]:
+    """coordinate -> (the highest angular frequency of a coefficient table's dominant oscillation along it, that
+    table): `dominant_frequencies` over the box of the table's rows, carried to the spec's coordinates through
+    the table's ``at`` (a frequency times |d at / d c| where that is a constant)."""
+    found: dict[str, tuple[float, str]] = {}
+    symbols = {c.name: sympy.Symbol(c.name, real=True) for c in problem.coordinates}
+    for table in problem.tables:
+        path = table.path if os.path.isabs(table.path) else os.path.join(problem.source_dir or ".", table.path)
+        columns = TableColumns(table.coordinates, table.coordinate_columns, table.value_column)
+        points, _ = load_table(path, columns)  # [N, k]
+        along = dominant_frequencies(table_interpolator(path, columns, table.method), points.min(0), points.max(0))
+        reads = table.at or tuple(symbols[c] for c in table.coordinates)  # what each table coordinate is read at
+        for frequency, argument in zip(along, reads):
+            for name, symbol in symbols.items():
+                slope = sympy.diff(argument, symbol)
+                if frequency and not slope.free_symbols and (value := frequency * abs(float(slope))):
+                    if value > found.get(name, (0.0, ""))[0]:
+                        found[name] = (value, table.name)
     return found
 
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 from ._samplers import LHS, Grid, Halton, Hammersley, Sobol, Uniform
 from ._regions import (PointSet, box_points, domain_points, face_counts, farthest_outside, files_outside_domain, grid_points,
                        inside_domain, outside_domain, sample_region, uniform_interior_points)
-from ._table import (METHODS as TABLE_METHODS, TableColumnError, TableColumns, TableInterpolator, table_columns,
-                     table_interpolator)
+from ._table import (METHODS as TABLE_METHODS, TableColumnError, TableColumns, TableInterpolator, load_table,
+                     table_columns, table_interpolator)
+from ._spectrum import dominant_frequencies
 from ._data import (DataFileError, FileColumns, column_mapping, load_data, load_reference, match_columns, read_columns,
                     read_file_columns)
 from ._comsol import ComsolTable, read_comsol, read_comsol_header
@@ -55,6 +56,8 @@ __all__ = [
     "TableInterpolator",
     "table_columns",
     "table_interpolator",
+    "load_table",
+    "dominant_frequencies",
     "grid_points",
     "uniform_interior_points",
     "box_points",

@@ -171,6 +171,44 @@ def test_frequencies_are_found_in_the_data():
     assert sympy.pi  # the exact solution (exp in t) is not read: t has no frequency
 
 
+TABLE_SPEC = """problem tab
+space x in [{lo}, 1], y in [{lo}, 1]
+field u
+let k = table("{path}", column = "k"{at})
+equation pde: k*lap(u) = 1
+boundary walls on boundary: u = 0
+recipe strong
+"""
+
+
+@pytest.mark.parametrize("oscillates, lo, at, x_frequency", [
+    (True, 0, "", 16 * math.pi),  # 8 periods across [0, 1]
+    (True, -1, ", at = ((x + 1)/2, (y + 1)/2)", 8 * math.pi),  # the same 8 periods across [-1, 1]: half the frequency
+    (False, 0, "", None),  # a plane
+], ids=["table", "table read at (x + 1)/2", "plane"])
+def test_a_tables_oscillation_is_found_by_its_spectrum(tmp_path, oscillates, lo, at, x_frequency):
+    import numpy as np
+
+    from pinnspec.sampling._spectrum import GRID_POINTS
+
+    axis = np.linspace(0.0, 1.0, 101)
+    x, y = (a.ravel() for a in np.meshgrid(axis, axis, indexing="ij"))
+    k = 2 + (np.sin(2 * np.pi * 8 * x) * (1 + y) if oscillates else x + 2 * y)
+    path = tmp_path / "k.csv"
+    path.write_text("x,y,k\n" + "\n".join(f"{a:.17g},{b:.17g},{c:.17g}" for a, b, c in zip(x, y, k)) + "\n")
+    spec = loads(TABLE_SPEC.format(lo=lo, path=path.as_posix(), at=at))
+    model = next(line for line in _statements(spec) if line.startswith("model"))
+    if not oscillates:
+        assert model.startswith("model mlp(") and _recipe._table_frequencies(spec.ir) == {}
+        return
+    found, table = _recipe._table_frequencies(spec.ir)["x"]
+    n = int(GRID_POINTS ** 0.5)
+    assert table == "k" and abs(found - x_frequency) <= math.pi * (n - 1) / n / (1 - lo)  # half a bin, carried by at
+    assert "in the table 'k'" in spec.source
+    scales = [float(v) for v in model.split("fourier = (")[1].split(")")[0].split(",")]
+    assert math.isclose(scales[0], 2 * found / 3, rel_tol=1e-2) and math.isclose(scales[1], 1 / (1 - lo), rel_tol=1e-2)
+
+
 def test_the_recipe_is_not_read_from_the_reference():
     """The choices depend on the problem, never on its exact solution or reference (a user may not have one)."""
     with_exact = BURGERS + "exact u = sin(40*pi*x)\ntest 100\n"
