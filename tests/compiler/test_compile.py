@@ -1,5 +1,6 @@
 """Compiled problems: losses, derivative plan, gradients, verify, reference, determinism."""
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -231,6 +232,17 @@ def test_verify_passes_on_specs_with_an_exact_solution(name, capsys):
 def test_verify_passes_on_examples(name):
     checks = verify(pinnspec.compile(ROOT / "examples" / name / f"{name}.pinn"))
     assert all(c.passed and c.judged for c in checks), [(c.name, c.relative) for c in checks]
+
+
+def test_verify_on_a_tabulated_source_stops_at_the_interpolations_error():
+    # examples/table_source: s = sin(16 pi x) on 801 nodes, interpolated linearly: the residual of the exact solution
+    # is (256 pi^2 + pi^2) (s_h - s) sin(pi y), and |s_h - s| <= h^2 / 8 max|s''| = h^2 (16 pi)^2 / 8 (h = 1/800),
+    # so its rms over the equation's scale lies under that bound and not far below it
+    checks = {c.name: c for c in verify(pinnspec.compile(ROOT / "examples" / "table_source" / "table_source.pinn"),
+                                        rtol=1e-3)}
+    bound = (1 / 800) ** 2 * (16 * math.pi) ** 2 / 8
+    assert checks["walls"].passed and checks["pde"].passed
+    assert bound / 10 < checks["pde"].relative < bound
 
 
 def test_verify_inverse_problem_needs_the_param_value():
