@@ -24,9 +24,10 @@
   each condition's parts) blend by transfinite interpolation (Sukumar & Srivastava 2022, eq. 38 with unit
   exponents): A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups' distances (each lifted by
   `CORNER_LIFT` where a part is trimmed or a cut face of the box), D the product of all (with a trimmed part and
-  one condition in space: A its data, D the product of all its distances).  `check` verifies at 64 points of each enforced region that A
-  equals the data and D vanishes (1e-9 relative; parts that touch fail it), and that each d_p is positive at
-  256 points inside the domain; `pinnspec verify` runs the enforced conditions through the constrained output.
+  one condition in space: A its data, D the product of all its distances).  `check` verifies at 64 points of
+  each enforced region that A equals the data and D vanishes (1e-9 relative; parts that touch fail it), and that
+  each d_p is positive at 256 points inside the domain; `pinnspec verify` runs the enforced conditions through
+  the constrained output.
 * A periodic condition (``periodic pbc on x: u, u_x``) becomes an embedding: the network sees x only
   through cos and sin of 2 pi (x - lo) / (hi - lo) (`pinnspec.models.PeriodicEmbedding`), so every field and
   every derivative is periodic in x.  Its components may not read x itself (nor a coefficient table).
