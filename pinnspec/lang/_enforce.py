@@ -274,8 +274,8 @@ class EnforceLowering:
             # where a trimmed part or a cut face of the box meets another group at a corner of the domain every
             # W_k vanishes there: each distance in W_k is lifted by `CORNER_LIFT`, so that A is finite (the data's
             # mean) at the corner and moves by about CORNER_LIFT / d elsewhere
-            every_part = geometry.boundary_parts(self.domain.shape) if by_part else []
-            cut_face = any(_is_box_face(every_part[index], self._space_box()) for index in by_part)
+            every_part, box = (geometry.boundary_parts(self.domain.shape), self._space_box()) if by_part else ([], None)
+            cut_face = any(_is_box_face(every_part[index], box) for index in by_part)
             lift = CORNER_LIFT if cut_face or any(trimmed for _, trimmed in distances.values()) else 0
             others = [sympy.Mul(*(d + lift for j, (_, d) in enumerate(groups) if j != k)) for k in range(len(groups))]
             extension = sum((a * w for (a, _), w in zip(groups, others)), sympy.Integer(0)) / sum(others)
