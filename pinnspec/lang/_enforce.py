@@ -20,7 +20,8 @@
   a smooth function d_p that vanishes on its face and is positive inside the domain (a plane's normalised
   distance; (r^2 - |x - c|^2) / (2 r) for a ball, sign by side; where the plane crosses the domain, at a
   re-entrant corner, the product of the trimmed distances `segment_distance` to the pieces of the face on the
-  boundary, flat faces in 2-D only), and the groups (the box's whole faces, each part; with a trimmed part,
+  boundary, each end where the line leaves the domain moved out of it, `_open_ends`; flat faces in 2-D only),
+  and the groups (the box's whole faces, each part; with a trimmed part,
   each condition's parts) blend by transfinite interpolation (Sukumar & Srivastava 2022, eq. 38 with unit
   exponents): A = sum_k A_k W_k / sum_k W_k, W_k the product of the other groups' distances (each lifted by
   `CORNER_LIFT` where a part is trimmed or a cut face of the box), D the product of all (with a trimmed part and
@@ -49,6 +50,8 @@ from ._context import Context
 
 #: what a distance is lifted by in the blend of groups that meet at a corner (`EnforceLowering._constraint`)
 CORNER_LIFT = sympy.Float(1e-12)
+#: points along a face's line beyond a piece's end that must lie outside the domain for the end to move out
+EXTENSION_PROBES = 512
 
 
 class EnforceLowering:
@@ -329,8 +332,8 @@ class EnforceLowering:
         if np.all(values > 0):
             return d, False
         pieces = geometry.boundary_segments(domain.shape, part)
-        if pieces:  # the plane crosses the domain: the face's pieces on the boundary, trimmed
-            d = sympy.Mul(*(segment_distance(x, start, end) for start, end in pieces))
+        if pieces:  # the plane crosses the domain: the face's pieces on the boundary, trimmed where the line enters it
+            d = sympy.Mul(*(segment_distance(x, *_open_ends(domain.shape, start, end)) for start, end in pieces))
             if np.all(_values(d, x, inside) > 0):
                 return d, True
         self.diag.error(span, f"enforce '{condition}': the distance function of {part.label} changes sign inside "
@@ -422,6 +425,24 @@ def segment_distance(x, start, end) -> sympy.Expr:
     f = (sympy.Float(bx - ax) * (x[1] - ay) - sympy.Float(by - ay) * (x[0] - ax)) / length
     t = (sympy.Float(length ** 2 / 4) - (x[0] - (ax + bx) / 2) ** 2 - (x[1] - (ay + by) / 2) ** 2) / length
     return sympy.sqrt(f ** 2 + ((sympy.sqrt(t ** 2 + f ** 4) - t) / 2) ** 2)
+
+
+def _open_ends(shape: geometry.Shape, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The segment from ``start`` to ``end`` (``[2]`` each, a piece of a face on the boundary) with each end that
+    the face's line leaves the shape at moved out along the line by the diagonal of the shape's bounding box, where
+    the line stays outside the shape that far (`EXTENSION_PROBES` points): the trimmed distance's cone, which has
+    second derivatives like 1/r (`segment_distance`), then lies outside the domain.  An end where the line runs on
+    into the domain (a re-entrant corner) stays: the distance must be trimmed there."""
+    lo, hi = shape.bounds()
+    reach = float(np.linalg.norm(hi - lo))
+    ends = [np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)]
+    along = (ends[1] - ends[0]) / np.linalg.norm(ends[1] - ends[0])  # [2]
+    moved = []
+    for point, outward in ((ends[0], -along), (ends[1], along)):
+        steps = np.linspace(1e-6, 1.0, EXTENSION_PROBES) * reach  # [P]
+        beyond = point + steps[:, None] * outward  # [P, 2]
+        moved.append(point + reach * outward if np.all(shape.sdf(beyond) > 0) else point)
+    return moved[0], moved[1]
 
 
 def _is_box_face(part: geometry.BoundaryPart, box: geometry.Box) -> bool:

@@ -9,7 +9,7 @@ import sympy
 
 from pinnspec import geometry
 from pinnspec.lang import SpecError, loads
-from pinnspec.lang._enforce import segment_distance
+from pinnspec.lang._enforce import _open_ends, segment_distance
 from pinnspec.sampling import sample_region
 
 X = sympy.symbols("x y", real=True)
@@ -162,6 +162,28 @@ def test_re_entrant_corners_build_their_dirichlet_conditions_in(shapes, conditio
         np.testing.assert_allclose(extension(*points.T), data(*points.T), rtol=1e-9, atol=1e-10, err_msg=name)
     inside = geometry.sample_interior(p.domain.shape, 20_000, rng)  # [20000, 2]
     assert np.all(distance(*inside.T) > 0)
+
+
+def test_a_trimmed_face_stays_trimmed_only_where_its_line_enters_the_domain():
+    # the L's notch face y = 0 runs from the re-entrant corner (0, 0), where its line runs on into the L, to
+    # (1, 0), where it leaves the box: that end moves out by the box's diagonal, so the distance's cone (second
+    # derivatives like 1/r) is at the re-entrant corner alone
+    shape = _spec(NOTCH, WALLS).ir.domain.shape
+    start, end = _open_ends(shape, np.array([0.0, 0.0]), np.array([1.0, 0.0]))
+    np.testing.assert_array_equal(start, [0.0, 0.0])
+    np.testing.assert_allclose(end, [1.0 + np.sqrt(8.0), 0.0])
+    # a face whose line enters the domain at both ends keeps both: the middle third of a slit's edge
+    slit = _spec("shape slit = box(lo = (-0.5, -0.1), hi = (0.5, 0.1))\ndomain S = box - slit", WALLS).ir.domain.shape
+    start, end = _open_ends(slit, np.array([-0.5, 0.1]), np.array([0.5, 0.1]))
+    np.testing.assert_array_equal(start, [-0.5, 0.1])
+    np.testing.assert_array_equal(end, [0.5, 0.1])
+    lap = _phi(sympy.diff(segment_distance(X, start, end), X[0], 2) + sympy.diff(segment_distance(X, start, end),
+                                                                                 X[1], 2))
+    opened = segment_distance(X, *_open_ends(shape, np.array([0.0, 0.0]), np.array([1.0, 0.0])))
+    lap_opened = _phi(sympy.diff(opened, X[0], 2) + sympy.diff(opened, X[1], 2))
+    for r in (1e-2, 1e-3, 1e-4):  # beside the moved end: bounded; beside a kept end: like 1/r
+        assert abs(lap_opened(1.0 - r, r)) < 10
+        assert abs(lap(0.5 + r, 0.1 + r)) > 0.1 / r
 
 
 def test_the_trimmed_distance_is_used_only_for_faces_whose_plane_crosses_the_domain():
